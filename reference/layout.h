@@ -1,0 +1,64 @@
+// layout.h: validated token layouts (contiguous, zigzag, striped) and sharding of tensors by them.
+//
+// What it is: Partition = (layout, seq, cp) checked against the layout's divisibility rule, with the
+// global <-> (rank, local) maps of layout_index.h (the one definition), index lists, compact
+// "span" descriptions of token sets for traces, and shard / unshard of (s, h, d) tensors and
+// (h, s) per-token rows (LSE). This is what the "data loader" does before CP attention starts.
+// What it is not: THD / packed sequences (they have their own per-sequence layout later), or
+// anything that moves data between ranks (sim/comm.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "layout_index.h"
+#include "tensor.h"
+
+namespace cplab {
+
+Layout parse_layout(const std::string& s);  // "contiguous" | "zigzag" | "striped", else throws
+std::string to_string(Layout l);
+
+// A set of global token positions {begin + k * stride : 0 <= k < count}.
+struct Span {
+  index_t begin = 0, count = 0, stride = 1;
+  bool operator==(const Span&) const = default;
+};
+// Compress a list of positions into maximal arithmetic runs, in order.
+std::vector<Span> to_spans(const std::vector<index_t>& positions);
+
+class Partition {
+ public:
+  // throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
+  // seq % cp == 0 for contiguous and striped
+  Partition(Layout layout, index_t seq, index_t cp);
+
+  Layout layout() const { return layout_; }
+  index_t seq() const { return seq_; }
+  index_t cp() const { return cp_; }
+  index_t local_len() const { return seq_ / cp_; }
+  index_t global(index_t rank, index_t local) const { return layout_global(layout_, seq_, cp_, rank, local); }
+  RankLocal owner(index_t g) const { return layout_owner(layout_, seq_, cp_, g); }
+  // global positions of rank r's local tokens [l0, l0 + count), in local order
+  std::vector<index_t> indices(index_t rank, index_t l0 = 0, index_t count = -1) const;
+  std::vector<Span> spans(index_t rank, index_t l0 = 0, index_t count = -1) const {
+    return to_spans(indices(rank, l0, count));
+  }
+
+ private:
+  Layout layout_;
+  index_t seq_, cp_;
+};
+
+// global (s, h, d) -> cp local (s/cp, h, d) tensors, and back
+template <class T>
+std::vector<Tensor3<T>> shard(const Partition& p, const Tensor3<T>& x);
+template <class T>
+Tensor3<T> unshard(const Partition& p, const std::vector<Tensor3<T>>& xs);
+// the same for (h, s) per-token rows such as LSE
+template <class T>
+std::vector<Rows<T>> shard_rows(const Partition& p, const Rows<T>& x);
+template <class T>
+Rows<T> unshard_rows(const Partition& p, const std::vector<Rows<T>>& xs);
+
+}  // namespace cplab

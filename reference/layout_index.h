@@ -1,0 +1,76 @@
+// layout_index.h: the ONE definition of how a sequence of S tokens is split over cp ranks.
+//
+// What it is: constexpr index maps between a global token position g in [0, S) and its
+// (rank r, local index l) for the three layouts cplab knows:
+//   contiguous  rank r holds tokens [r*S/cp, (r+1)*S/cp)
+//   zigzag      2*cp chunks of c = S/(2*cp) tokens; rank r holds chunk r then chunk 2*cp-1-r
+//               (Megatron/TE "DualChunkSwap", Llama 3's causal load balance)
+//   striped     round-robin: rank r holds tokens r, r+cp, r+2*cp, ... (Brandon et al.)
+// These functions are usable from host C++ and from CUDA device code (CPLAB_HD), so the reference,
+// the CUDA layout kernels, the visualizer and the tutorials all share them.
+//
+// What it is not: no validation (see layout.h, which checks divisibility and names the rule that
+// was broken), no allocation, no tensors.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CPLAB_HD __host__ __device__
+#else
+#define CPLAB_HD
+#endif
+
+namespace cplab {
+
+enum class Layout : int { contiguous = 0, zigzag = 1, striped = 2 };
+
+struct RankLocal {
+  std::int64_t rank;
+  std::int64_t local;
+};
+
+// global position of local token l on rank r (S = seq, P = cp)
+CPLAB_HD constexpr std::int64_t layout_global(Layout layout, std::int64_t S, std::int64_t P,
+                                              std::int64_t r, std::int64_t l) {
+  switch (layout) {
+    case Layout::contiguous:
+      return r * (S / P) + l;
+    case Layout::zigzag: {
+      const std::int64_t c = S / (2 * P);  // chunk length
+      const std::int64_t chunk = (l < c) ? r : 2 * P - 1 - r;
+      return chunk * c + (l % c);
+    }
+    case Layout::striped:
+      return l * P + r;
+  }
+  return -1;
+}
+
+// owner (rank, local index) of global position g; the exact inverse of layout_global
+CPLAB_HD constexpr RankLocal layout_owner(Layout layout, std::int64_t S, std::int64_t P,
+                                          std::int64_t g) {
+  switch (layout) {
+    case Layout::contiguous: {
+      const std::int64_t n = S / P;
+      return RankLocal{g / n, g % n};
+    }
+    case Layout::zigzag: {
+      const std::int64_t c = S / (2 * P);
+      const std::int64_t chunk = g / c;
+      if (chunk < P) return RankLocal{chunk, g % c};
+      return RankLocal{2 * P - 1 - chunk, c + g % c};
+    }
+    case Layout::striped:
+      return RankLocal{g % P, g / P};
+  }
+  return RankLocal{-1, -1};
+}
+
+// position of rank r's local token l in the rank-concatenated order (rank 0's tokens, then rank 1's, ...)
+CPLAB_HD constexpr std::int64_t rank_concat_index(std::int64_t S, std::int64_t P, std::int64_t r,
+                                                  std::int64_t l) {
+  return r * (S / P) + l;
+}
+
+}  // namespace cplab

@@ -1,0 +1,60 @@
+// ring_p2p.h: ring (p2p) context-parallel attention, forward and backward, on simulated ranks.
+//
+// What it is: the reference implementation of TE's AttnFuncWithCPAndKVP2P on cp ranks in one
+// process. Each rank keeps its Q (and O, dQ) and the KV blocks travel:
+//   forward   P steps; before computing step i every rank posts its KV block to r+1 ("kv", P-1
+//             messages per rank), computes ring_tile(...) against the block it holds, merges the
+//             partial (O_i, LSE_i) (merge.h, streaming or TE's post-loop fold), then receives the
+//             next block from r-1.
+//   backward  P steps the other way (send to r-1, receive from r+1), starting from the KV block the
+//             forward received last. Iteration i posts one message: "kv" (i = 0), "kv+dkv"
+//             (0 < i < P-1) or "dkv" (i = P-1). dKV of block b is accumulated by ranks b-1, b-2, ...
+//             and arrives complete at its owner on its diagonal step: no separate reduction.
+//   GQA/MQA send only the hk KV heads.
+// Every tile and message goes into the Trace held by the SimComm.
+// What it is not: the schedule table (ring_schedule.h: the one definition of the sections) or a
+// kernel (attention_kernel.h).
+#pragma once
+
+#include <vector>
+
+#include "layout.h"
+#include "merge.h"
+#include "sim/comm.h"
+
+namespace cplab {
+
+template <class T>
+struct RingConfig {
+  Partition part;
+  bool causal = true;
+  T scale = T(1);
+  MergeKind merge = MergeKind::streaming;
+};
+
+// per-rank local tensors (index = rank)
+template <class T>
+using PerRank = std::vector<Tensor3<T>>;
+
+template <class T>
+struct RingForward {
+  PerRank<T> o;                // (n, h, dv) per rank
+  std::vector<Rows<T>> lse;    // (h, n) per rank
+  PerRank<T> k_saved, v_saved; // KV block each rank held after the last step (TE saves it for backward)
+};
+
+template <class T>
+struct RingGrads {
+  PerRank<T> dq, dk, dv;  // (n, h, d), (n, hk, d), (n, hk, dv) per rank
+};
+
+template <class T>
+RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
+                            const PerRank<T>& v, SimComm& comm);
+
+template <class T>
+RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
+                           const PerRank<T>& v, const RingForward<T>& fwd, const PerRank<T>& dout,
+                           SimComm& comm);
+
+}  // namespace cplab

@@ -1,0 +1,87 @@
+// tensor.h: the tensors the reference passes around, and Eigen views of one head.
+//
+// What it is: Tensor3<T>, an owning (n, h, d) row-major array ("thd" with batch 1: token-major,
+// then head, then head dim), View3<T> / CView3<T> non-owning views of a run of its tokens, and
+// head(view, i) which gives the (n, d) Eigen matrix of head i with row stride h*d.
+// LSE-like per-(head, token) values are Rows<T> = Eigen row-major (h, n) arrays, TE's packed [h, t].
+// What it is not: a general tensor library. No broadcasting, no batch dimension, no strides other
+// than the one a contiguous token range needs.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cstdint>
+#include <vector>
+
+namespace cplab {
+
+using index_t = std::int64_t;
+
+template <class T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using Rows = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;  // (h, n)
+template <class T>
+using HeadMap = Eigen::Map<Mat<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using CHeadMap = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
+
+// Non-owning view of n consecutive tokens of an (N, h, d) tensor.
+template <class T>
+struct View3 {
+  T* data = nullptr;
+  index_t n = 0, h = 0, d = 0;
+  View3 rows(index_t begin, index_t count) const { return View3{data + begin * h * d, count, h, d}; }
+};
+template <class T>
+struct CView3 {
+  const T* data = nullptr;
+  index_t n = 0, h = 0, d = 0;
+  CView3() = default;
+  CView3(const T* p, index_t n_, index_t h_, index_t d_) : data(p), n(n_), h(h_), d(d_) {}
+  CView3(View3<T> v) : data(v.data), n(v.n), h(v.h), d(v.d) {}  // NOLINT: implicit by design
+  CView3 rows(index_t begin, index_t count) const { return CView3{data + begin * h * d, count, h, d}; }
+};
+
+// (n, d) matrix of head i, rows strided by h*d
+template <class T>
+HeadMap<T> head(View3<T> v, index_t i) {
+  return HeadMap<T>(v.data + i * v.d, v.n, v.d, Eigen::OuterStride<>(v.h * v.d));
+}
+template <class T>
+CHeadMap<T> head(CView3<T> v, index_t i) {
+  return CHeadMap<T>(v.data + i * v.d, v.n, v.d, Eigen::OuterStride<>(v.h * v.d));
+}
+
+// Owning (n, h, d) tensor, zero-initialised.
+template <class T>
+struct Tensor3 {
+  index_t n = 0, h = 0, d = 0;
+  std::vector<T> data;
+  Tensor3() = default;
+  Tensor3(index_t n_, index_t h_, index_t d_)
+      : n(n_), h(h_), d(d_), data(static_cast<size_t>(n_ * h_ * d_), T(0)) {}
+  index_t numel() const { return n * h * d; }
+  T& at(index_t t, index_t hh, index_t dd) { return data[static_cast<size_t>((t * h + hh) * d + dd)]; }
+  const T& at(index_t t, index_t hh, index_t dd) const {
+    return data[static_cast<size_t>((t * h + hh) * d + dd)];
+  }
+  T* token(index_t t) { return data.data() + t * h * d; }
+  const T* token(index_t t) const { return data.data() + t * h * d; }
+  View3<T> view() { return View3<T>{data.data(), n, h, d}; }
+  CView3<T> view() const { return CView3<T>{data.data(), n, h, d}; }
+  CView3<T> cview() const { return view(); }
+};
+
+// element-wise cast (e.g. the double inputs of a run to float)
+template <class To, class From>
+Tensor3<To> cast(const Tensor3<From>& x) {
+  Tensor3<To> y(x.n, x.h, x.d);
+  for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = static_cast<To>(x.data[i]);
+  return y;
+}
+template <class To, class From>
+Rows<To> cast(const Rows<From>& x) {
+  return x.template cast<To>();
+}
+
+}  // namespace cplab
