@@ -1,0 +1,194 @@
+// cmd_run.cpp: `cplab run`, one CP configuration checked against dense attention.
+//
+// What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
+// dQ, dK, dV), trace files, and the human table or --json report of reference/experiment.h.
+// What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "error.h"
+#include "experiment.h"
+#include "npy.h"
+
+namespace cplab::app {
+
+namespace {
+
+struct RunOptions {
+  RunSpec spec;
+  std::string layout = "zigzag", merge = "streaming";
+  std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
+  bool json = false;
+  std::map<std::string, CLI::Option*> given;  // size options, to tell "given" from "default"
+};
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// load a 3-d (s, heads, dim) array; check it against (and fill) the spec's sizes
+Tensor3<double> load3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
+  NpyArray a = npy_read(path);
+  require(a.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + shape_str(a.shape));
+  auto agree = [&](index_t& field, std::int64_t got, const char* name) {
+    require(field == 0 || field == got, path + ": " + what + " has " + name + " " + std::to_string(got) +
+                                            " but " + std::to_string(field) + " was given or read elsewhere");
+    field = got;
+  };
+  agree(s, a.shape[0], "seq");
+  agree(h, a.shape[1], "heads");
+  agree(d, a.shape[2], "head-dim");
+  Tensor3<double> x(a.shape[0], a.shape[1], a.shape[2]);
+  x.data = std::move(a.values);
+  return x;
+}
+
+void write3(const std::string& path, const Tensor3<double>& x, bool f32) {
+  const std::vector<std::int64_t> shape = {x.n, x.h, x.d};
+  if (f32) {
+    const Tensor3<float> y = cast<float>(x);
+    npy_write(path, shape, y.data.data());
+  } else {
+    npy_write(path, shape, x.data.data());
+  }
+}
+
+void write_rows(const std::string& path, const Rows<double>& x, bool f32) {
+  const std::vector<std::int64_t> shape = {x.rows(), x.cols()};
+  if (f32) {
+    const Rows<float> y = x.cast<float>();
+    npy_write(path, shape, y.data());
+  } else {
+    npy_write(path, shape, x.data());
+  }
+}
+
+std::string fmt(const char* f, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+
+void print_human(const RunReport& r) {
+  const RunSpec& s = r.spec;
+  std::cout << "cplab run: mode " << s.mode << ", layout " << to_string(s.layout) << ", "
+            << (s.causal ? "causal" : "non-causal") << ", cp " << s.cp << ", seq " << s.seq << ", heads "
+            << s.heads << " (kv " << s.kv_heads << "), head-dim " << s.head_dim << " (v " << s.dv() << "), "
+            << s.dtype << ", merge " << to_string(s.merge) << (s.backward ? ", forward + backward" : ", forward")
+            << "\n\nerror vs dense attention (max|x - ref| / max|ref|):";
+  const std::pair<const char*, std::optional<double>> errs[] = {
+      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
+  for (const auto& [name, e] : errs)
+    if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
+  std::cout << "\n\n" << "rank   fwd GFLOP   bwd GFLOP     bytes sent   messages\n";
+  std::int64_t tf = 0, tb = 0, tm = 0;
+  for (size_t i = 0; i < r.flops.size(); ++i) {
+    std::printf("%4zu %11.3f %11.3f %14lld %10lld\n", i, static_cast<double>(r.flops_fwd[i]) * 1e-9,
+                static_cast<double>(r.flops_bwd[i]) * 1e-9, static_cast<long long>(r.bytes_sent[i]),
+                static_cast<long long>(r.messages[i]));
+    tf += r.flops[i];
+    tb += r.bytes_sent[i];
+    tm += r.messages[i];
+  }
+  std::fflush(stdout);
+  std::cout << "\nwork ratio (max / min FLOPs over ranks): "
+            << (std::isfinite(r.work_ratio) ? fmt("%.2f", r.work_ratio) : std::string("inf (a rank has no work)"))
+            << "\nFLOPs: ranks sum to " << fmt("%.4g", static_cast<double>(tf)) << ", dense attention needs "
+            << fmt("%.4g", static_cast<double>(r.dense_flops))
+            << (tf == r.dense_flops ? " (equal: no tile computed twice, none missed)" : " (MISMATCH)")
+            << "\ncommunication: " << tb << " bytes in " << tm << " messages"
+            << "\ntime: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
+            << fmt("%.3f", r.reference_seconds) << " s\n";
+}
+
+int run_action(RunOptions& o) {
+  RunSpec& s = o.spec;
+  s.layout = parse_layout(o.layout);
+  s.merge = parse_merge(o.merge);
+  require(o.do_path.empty() || s.backward, "--do needs --backward");
+  const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
+  require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
+          "--q, --k and --v must be given together");
+  Inputs in;
+  if (any_in) {
+    // sizes come from the files; a size also given on the command line must agree with them
+    auto given = [&](const char* name, index_t v) { return o.given.at(name)->count() > 0 ? v : index_t{0}; };
+    index_t seq = given("seq", s.seq), h = given("heads", s.heads), hk = given("kv-heads", s.kv_heads);
+    index_t d = given("head-dim", s.head_dim), dv = given("v-head-dim", s.v_head_dim);
+    in.q = load3(o.q_path, "Q", seq, h, d);
+    in.k = load3(o.k_path, "K", seq, hk, d);
+    in.v = load3(o.v_path, "V", seq, hk, dv);
+    s.seq = seq, s.heads = h, s.kv_heads = hk, s.head_dim = d, s.v_head_dim = dv;
+  }
+  validate(s);
+  if (!any_in) in = make_inputs(s);
+  if (s.backward) {
+    if (!o.do_path.empty()) {
+      index_t seq = s.seq, h = s.heads, dv = s.dv();
+      in.dout = load3(o.do_path, "dO", seq, h, dv);
+    } else if (in.dout.n == 0) {
+      RunSpec only_do = s;
+      in.dout = make_inputs(only_do).dout;
+    }
+  }
+  const RunReport r = run_experiment(s, in);
+  if (!o.trace_path.empty()) r.trace.write(o.trace_path, false);
+  if (!o.chrome_path.empty()) r.trace.write(o.chrome_path, true);
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    const bool f32 = s.dtype == "float";
+    write3(o.out_dir + "/o.npy", r.o, f32);
+    write_rows(o.out_dir + "/lse.npy", r.lse, f32);
+    if (s.backward) {
+      write3(o.out_dir + "/dq.npy", r.dq, f32);
+      write3(o.out_dir + "/dk.npy", r.dk, f32);
+      write3(o.out_dir + "/dv.npy", r.dv, f32);
+    }
+  }
+  if (o.json) std::cout << report_json(r).dump(2) << "\n";
+  else print_human(r);
+  return 0;
+}
+
+}  // namespace
+
+void setup_run(CLI::App& app, int& status) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Run one CP configuration on simulated ranks and check it against dense attention.\n"
+             "Prints the error of O and LSE (and dQ, dK, dV with --backward), FLOPs per rank and the\n"
+             "max/min work ratio, bytes and messages sent per rank. Error = max|x - ref| / max|ref|.");
+  RunSpec& s = o->spec;
+  sub->add_option("--mode", s.mode, "CP mode: p2p (ring). Planned: allgather, a2a, a2a+p2p")->capture_default_str();
+  o->given["cp"] = sub->add_option("--cp", s.cp, "number of CP ranks (simulated in this process)")->capture_default_str();
+  o->given["seq"] = sub->add_option("--seq", s.seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str();
+  o->given["heads"] = sub->add_option("--heads", s.heads, "query heads")->capture_default_str();
+  o->given["kv-heads"] = sub->add_option("--kv-heads", s.kv_heads, "key/value heads (must divide heads: GQA/MQA)")->capture_default_str();
+  o->given["head-dim"] = sub->add_option("--head-dim", s.head_dim, "Q/K head dim")->capture_default_str();
+  o->given["v-head-dim"] = sub->add_option("--v-head-dim", s.v_head_dim, "V head dim (0: same as --head-dim)")->capture_default_str();
+  sub->add_flag("--causal", s.causal, "causal mask (default: none)");
+  sub->add_option("--layout", o->layout, "token layout: contiguous | zigzag | striped")->capture_default_str();
+  sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
+  sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
+  sub->add_option("--seed", s.seed, "seed of the random Q, K, V, dO in [-1, 1]")->capture_default_str();
+  sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
+  sub->add_option("--scale", s.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
+  sub->add_option("--q", o->q_path, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
+  sub->add_option("--k", o->k_path, "read K from a .npy (seq, kv_heads, head_dim)");
+  sub->add_option("--v", o->v_path, "read V from a .npy (seq, kv_heads, v_head_dim)");
+  sub->add_option("--do", o->do_path, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
+  sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
+  sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
+  sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
+  sub->add_flag("--json", o->json, "print one JSON object instead of the table");
+  sub->callback([o, &status] { status = run_action(*o); });
+}
+
+}  // namespace cplab::app

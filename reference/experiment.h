@@ -1,0 +1,68 @@
+// experiment.h: one CP run on simulated ranks, checked against the dense oracle.
+//
+// What it is: RunSpec (mode, layout, sizes, dtype, ...) validated with messages naming the broken
+// rule; make_inputs (seeded uniform [-1, 1] Q, K, V, dO, or tensors the caller loaded); and
+// run_experiment, which shards the inputs by the layout, runs the mode forward (and backward) in
+// the requested dtype on SimComm ranks, unshards, runs the dense oracle in double on the same
+// (dtype-rounded) inputs, and reports errors, per-rank FLOPs, bytes and messages (all summed from
+// the trace) and timings. `cplab run`, `cplab demo`, the tests and the tutorials all go through it.
+// What it is not: an algorithm. The modes live in their own files (ring_p2p.h, ...).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dense_attention.h"
+#include "layout.h"
+#include "merge.h"
+#include "trace.h"
+
+namespace cplab {
+
+struct RunSpec {
+  std::string mode = "p2p";
+  Layout layout = Layout::zigzag;
+  index_t cp = 4, seq = 4096, heads = 8, kv_heads = 2, head_dim = 64, v_head_dim = 0;  // 0: = head_dim
+  bool causal = false, backward = false;
+  std::string dtype = "double";  // "float" | "double"
+  std::uint64_t seed = 0;
+  MergeKind merge = MergeKind::streaming;
+  double scale = 0;  // 0: 1/sqrt(head_dim)
+  index_t dv() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  double softmax_scale() const { return scale > 0 ? scale : default_scale(head_dim); }
+};
+
+// throws cplab::Error naming the first rule the spec breaks
+void validate(const RunSpec& s);
+// the modes `cplab run --mode` knows, and which of them this build implements
+const std::vector<std::string>& known_modes();
+bool mode_implemented(const std::string& mode);
+
+struct Inputs {  // global, sequence order, double
+  Tensor3<double> q, k, v;  // (s,h,d), (s,hk,d), (s,hk,dv)
+  Tensor3<double> dout;     // (s,h,dv); empty when no backward
+};
+Inputs make_inputs(const RunSpec& s);
+
+struct RunReport {
+  RunSpec spec;
+  std::optional<double> err_o, err_lse, err_dq, err_dk, err_dv;  // max|x-ref| / max|ref|
+  std::vector<std::int64_t> flops_fwd, flops_bwd, flops, bytes_sent, messages;  // per rank
+  std::int64_t dense_flops = 0;  // the same attention on one device (what the ranks' FLOPs must sum to)
+  double work_ratio = 0;         // max / min FLOPs over ranks (inf if a rank has none)
+  double seconds = 0;            // the CP run (forward + backward), wall time
+  double reference_seconds = 0;  // the dense oracle
+  Trace trace;
+  // results, global sequence order, converted to double (exact for float runs)
+  Tensor3<double> o, dq, dk, dv;
+  Rows<double> lse;
+  double max_error() const;  // over the errors measured
+};
+
+RunReport run_experiment(const RunSpec& s, const Inputs& in);
+nlohmann::json report_json(const RunReport& r);
+
+}  // namespace cplab
