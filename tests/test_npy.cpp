@@ -147,7 +147,10 @@ TEST_CASE("npy: version 2.0 and 3.0 headers read") {
   TempDir t;
   const std::vector<double> v = {1, 2, 3, 4, 5, 6};
   for (int major : {2, 3}) {
-    const std::string p = t.file("v" + std::to_string(major) + ".npy");
+    std::string name = "v";  // (not "v" + to_string(...): g++ 12 -O3 false -Wrestrict positive)
+    name += std::to_string(major);
+    name += ".npy";
+    const std::string p = t.file(name);
     write_bytes(p, npy_bytes(major, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }   \n", f8_data(v)));
     const NpyArray a = cplab::npy_read(p);
     CHECK(a.dtype == NpyDtype::f8);

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""cli_check.py: end-to-end checks of the `cplab` command (run by ctest as `cli_checks`).
+
+Usage: /usr/bin/python3 cli_check.py PATH/TO/cplab SCRATCH_DIR
+
+1. Every bad input exits with status 2 and a message naming the rule it broke.
+2. `--trace` files sum to the printed bytes, messages and FLOPs; `--chrome-trace` is trace-event JSON.
+3. Q, K, V, dO written by NumPy are read by cplab, and the O, LSE, dQ, dK, dV it writes load in NumPy
+   and equal an independent NumPy implementation of attention (float64 and float32).
+4. --help works for the command and its subcommands; `cplab demo` passes.
+Needs numpy (Debian's python3-numpy, i.e. /usr/bin/python3).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+CPLAB, SCRATCH = sys.argv[1], sys.argv[2]
+os.makedirs(SCRATCH, exist_ok=True)
+failures = []
+
+
+def run(*args):
+    return subprocess.run([CPLAB, *args], capture_output=True, text=True, timeout=300)
+
+
+def expect_error(args, needle):
+    p = run(*args)
+    if p.returncode != 2 or needle not in p.stderr:
+        failures.append(f"{' '.join(args)}: expected exit 2 and '{needle}', got {p.returncode}: {p.stderr.strip()}")
+
+
+def path(name):
+    return os.path.join(SCRATCH, name)
+
+
+# ---- 1. bad input -------------------------------------------------------------------------------
+small = ["run", "--heads", "2", "--kv-heads", "1", "--head-dim", "4"]
+expect_error(small + ["--seq", "1000", "--cp", "8", "--layout", "zigzag"], "seq 1000 is not a multiple of 2*cp = 16")
+expect_error(small + ["--seq", "10", "--cp", "4", "--layout", "striped"], "seq 10 is not a multiple of cp = 4")
+expect_error(small + ["--seq", "10", "--cp", "3", "--layout", "contiguous"], "seq 10 is not a multiple of cp = 3")
+expect_error(["run", "--heads", "8", "--kv-heads", "3", "--seq", "64"], "kv-heads 3 does not divide heads 8")
+expect_error(small + ["--cp", "0", "--seq", "64"], "cp 0 must be >= 1")
+expect_error(small + ["--cp", "-2", "--seq", "64"], "cp -2 must be >= 1")
+expect_error(["run", "--head-dim", "0", "--seq", "64"], "head-dim 0 must be >= 1")
+expect_error(small + ["--seq", "64", "--layout", "diagonal"], "layout 'diagonal' is not one of")
+expect_error(small + ["--seq", "64", "--mode", "a2a"], "mode 'a2a' is not implemented yet")
+expect_error(small + ["--seq", "64", "--mode", "ring"], "mode 'ring' is not one of")
+expect_error(small + ["--seq", "64", "--dtype", "half"], "dtype 'half' is not one of")
+expect_error(small + ["--seq", "64", "--merge", "online"], "merge 'online' is not one of")
+expect_error(small + ["--seq", "64", "--cp", "abc"], "--cp")
+expect_error(small + ["--seq", "64", "--do", path("x.npy")], "--do needs --backward")
+
+rng = np.random.default_rng(7)
+S, H, HK, D, DV = 24, 4, 2, 8, 6
+q = rng.uniform(-1, 1, (S, H, D))
+k = rng.uniform(-1, 1, (S, HK, D))
+v = rng.uniform(-1, 1, (S, HK, DV))
+do = rng.uniform(-1, 1, (S, H, DV))
+for name, arr in [("q", q), ("k", k), ("v", v), ("do", do)]:
+    np.save(path(name + ".npy"), arr)
+    np.save(path(name + "32.npy"), arr.astype(np.float32))
+np.save(path("k_short.npy"), k[:12])
+np.save(path("q2d.npy"), q[:, 0, :])
+np.save(path("qint.npy"), (q * 10).astype(np.int32))
+with open(path("garbage.npy"), "wb") as f:
+    f.write(b"this is not numpy at all")
+npy = ["--cp", "2", "--layout", "zigzag"]
+expect_error(["run", *npy, "--q", path("garbage.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "not a .npy file")
+expect_error(["run", *npy, "--q", path("q.npy"), "--k", path("k_short.npy"), "--v", path("v.npy")], "has seq 12")
+expect_error(["run", *npy, "--q", path("q2d.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "must be 3-d")
+expect_error(["run", *npy, "--q", path("qint.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "is not supported")
+expect_error(["run", *npy, "--q", path("missing.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "missing.npy")
+expect_error(["run", *npy, "--q", path("q.npy")], "--q, --k and --v must be given together")
+expect_error(["run", *npy, "--seq", "48", "--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "has seq 24")
+expect_error(["run", "--cp", "5", "--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")],
+             "seq 24 is not a multiple of 2*cp = 10")
+
+# ---- 2. trace sums ------------------------------------------------------------------------------
+p = run("run", "--mode", "p2p", "--cp", "4", "--seq", "64", "--heads", "4", "--kv-heads", "2", "--head-dim", "8",
+        "--causal", "--layout", "zigzag", "--backward", "--json", "--trace", path("t.json"),
+        "--chrome-trace", path("chrome.json"))
+if p.returncode != 0:
+    failures.append(f"trace run failed: {p.stderr}")
+else:
+    rep = json.loads(p.stdout)
+    tr = json.load(open(path("t.json")))
+    cp = rep["cp"]
+    bytes_ = [0] * cp
+    msgs = [0] * cp
+    flops = [0] * cp
+    for e in tr["events"]:
+        if e["kind"] == "send":
+            bytes_[e["rank"]] += e["bytes"]
+            msgs[e["rank"]] += 1
+        elif e["kind"] == "tile":
+            flops[e["rank"]] += e["flops"]
+    if bytes_ != rep["bytes_sent_per_rank"]:
+        failures.append(f"trace bytes {bytes_} != printed {rep['bytes_sent_per_rank']}")
+    if msgs != rep["messages_per_rank"] or sum(msgs) != rep["messages"]:
+        failures.append(f"trace messages {msgs} != printed {rep['messages_per_rank']}")
+    if flops != rep["flops_per_rank"]:
+        failures.append(f"trace flops {flops} != printed {rep['flops_per_rank']}")
+    for key in ["mode", "cp", "layout", "errors", "flops_per_rank", "work_ratio", "bytes_sent_per_rank", "messages",
+                "seconds"]:
+        if key not in rep:
+            failures.append(f"--json lacks '{key}'")
+    if not all(rep["errors"][x] <= 1e-10 for x in ["o", "lse", "dq", "dk", "dv"]):
+        failures.append(f"errors too large: {rep['errors']}")
+    ch = json.load(open(path("chrome.json")))
+    if not any(e.get("ph") == "X" and e.get("cat") == "tile" for e in ch["traceEvents"]):
+        failures.append("chrome trace has no tile slices")
+
+
+# ---- 3. .npy in and out, against an independent NumPy attention ---------------------------------
+def numpy_attention(q, k, v, do, causal, scale):
+    s, h, d = q.shape
+    g = h // k.shape[1]
+    kk = np.repeat(k, g, axis=1)  # (s, h, d): fine here, this is the test's own oracle
+    vv = np.repeat(v, g, axis=1)
+    logits = np.einsum("qhd,khd->hqk", q, kk) * scale
+    if causal:
+        logits = np.where(np.tril(np.ones((s, s), bool))[None], logits, -np.inf)
+    m = logits.max(-1, keepdims=True)
+    p = np.exp(logits - m)
+    l = p.sum(-1, keepdims=True)
+    lse = (m + np.log(l))[..., 0]  # (h, s)
+    p = p / l
+    o = np.einsum("hqk,khe->qhe", p, vv)
+    dvv = np.einsum("hqk,qhe->khe", p, do)
+    dp = np.einsum("qhe,khe->hqk", do, vv)
+    delta = np.einsum("qhe,qhe->hq", do, o)[..., None]
+    ds = p * (dp - delta)
+    dq = np.einsum("hqk,khd->qhd", ds, kk) * scale
+    dkk = np.einsum("hqk,qhd->khd", ds, q) * scale
+    fold = lambda x: x.reshape(s, k.shape[1], g, x.shape[-1]).sum(2)
+    return o, lse, dq, fold(dkk), fold(dvv)
+
+
+for suffix, dtype, tol in [("", np.float64, 1e-12), ("32", np.float32, 2e-5)]:
+    out = path("out" + suffix)
+    p = run("run", "--cp", "3", "--layout", "striped", "--causal", "--backward", "--dtype",
+            "double" if dtype == np.float64 else "float", "--q", path(f"q{suffix}.npy"), "--k", path(f"k{suffix}.npy"),
+            "--v", path(f"v{suffix}.npy"), "--do", path(f"do{suffix}.npy"), "--out-dir", out, "--json")
+    if p.returncode != 0:
+        failures.append(f"npy run ({dtype.__name__}) failed: {p.stderr}")
+        continue
+    rep = json.loads(p.stdout)
+    if (rep["seq"], rep["heads"], rep["kv_heads"], rep["head_dim"], rep["v_head_dim"]) != (S, H, HK, D, DV):
+        failures.append(f"sizes not taken from the .npy files: {rep}")
+    x = [a.astype(dtype).astype(np.float64) for a in (q, k, v, do)]
+    ref = numpy_attention(*x, True, 1 / np.sqrt(D))
+    for name, r in zip(["o", "lse", "dq", "dk", "dv"], ref):
+        a = np.load(os.path.join(out, name + ".npy"))
+        if a.dtype != dtype or a.shape != r.shape:
+            failures.append(f"{name}.npy: dtype {a.dtype} shape {a.shape}, expected {dtype.__name__} {r.shape}")
+            continue
+        err = np.abs(a - r).max() / np.abs(r).max()
+        if not err <= tol:
+            failures.append(f"{name}.npy ({dtype.__name__}) differs from NumPy's attention: {err:.3e} > {tol}")
+
+# ---- 4. help and demo ---------------------------------------------------------------------------
+for args, needle in [(["--help"], "run"), (["run", "--help"], "--layout"), (["demo", "--help"], "--cp")]:
+    p = run(*args)
+    if p.returncode != 0 or needle not in p.stdout:
+        failures.append(f"cplab {' '.join(args)}: exit {p.returncode}, '{needle}' not in output")
+p = run("demo")
+if p.returncode != 0 or "FAILED" in p.stdout or p.stdout.count(" ok") < 4:
+    failures.append(f"cplab demo: exit {p.returncode}\n{p.stdout}{p.stderr}")
+
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print("cli_check: all checks passed")

@@ -1,0 +1,201 @@
+// test_ring.cpp: ring (p2p) attention against the dense oracle over the whole matrix of layouts,
+// masks, cp, head layouts and merges; the schedule against the global causal mask token by token;
+// message counts and bytes against their closed forms; work balance.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "experiment.h"
+#include "flops.h"
+#include "helpers.h"
+#include "ring_p2p.h"
+#include "ring_schedule.h"
+
+using namespace cplab;
+
+namespace {
+
+RunSpec spec(Layout L, bool causal, index_t P, index_t h, index_t hk, MergeKind m) {
+  RunSpec s;
+  s.layout = L;
+  s.causal = causal;
+  s.cp = P;
+  s.seq = 2 * P * 5;  // zigzag chunks of 5 tokens: odd, so half-chunk bugs show
+  s.heads = h;
+  s.kv_heads = hk;
+  s.head_dim = 8;
+  s.v_head_dim = 6;
+  s.backward = true;
+  s.merge = m;
+  s.seed = static_cast<std::uint64_t>(P * 100 + h * 10 + hk);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("ring: equals dense attention in double (<= 1e-10) for every layout, mask, cp, MHA/GQA/MQA, merge") {
+  for (Layout L : {Layout::contiguous, Layout::zigzag, Layout::striped})
+    for (bool causal : {false, true})
+      for (index_t P : {1, 2, 3, 4, 8})
+        for (auto [h, hk] : {std::pair<index_t, index_t>{4, 4}, {4, 2}, {4, 1}})
+          for (MergeKind m : {MergeKind::streaming, MergeKind::fold}) {
+            const RunSpec s = spec(L, causal, P, h, hk, m);
+            CAPTURE(to_string(L));
+            CAPTURE(causal);
+            CAPTURE(P);
+            CAPTURE(h);
+            CAPTURE(hk);
+            CAPTURE(to_string(m));
+            const RunReport r = run_experiment(s, make_inputs(s));
+            CHECK(*r.err_o <= 1e-10);
+            CHECK(*r.err_lse <= 1e-10);
+            CHECK(*r.err_dq <= 1e-10);
+            CHECK(*r.err_dk <= 1e-10);
+            CHECK(*r.err_dv <= 1e-10);
+            // every useful FLOP of dense attention is computed exactly once
+            std::int64_t sum = 0;
+            for (auto f : r.flops) sum += f;
+            CHECK(sum == r.dense_flops);
+          }
+}
+
+TEST_CASE("ring: float runs stay within float tolerance of the double oracle") {
+  RunSpec s = spec(Layout::zigzag, true, 4, 4, 2, MergeKind::streaming);
+  s.dtype = "float";
+  const RunReport r = run_experiment(s, make_inputs(s));
+  CHECK(r.max_error() < 1e-5);
+  CHECK(r.max_error() > 0.0);
+  CHECK(r.bytes_sent[0] == (4 - 1) * (s.seq / 4) * 2 * (8 + 6) * 4 * 3);  // float: 4-byte elements
+}
+
+TEST_CASE("ring: every tile of the schedule is exactly the global causal mask, and together they cover it once") {
+  for (Layout L : {Layout::contiguous, Layout::zigzag, Layout::striped})
+    for (index_t P : {1, 2, 3, 4, 8}) {
+      const index_t S = 2 * P * 3;
+      const Partition p(L, S, P);
+      const index_t n = p.local_len();
+      std::map<std::pair<index_t, index_t>, int> covered;  // (gq, gk) -> times computed as visible
+      for (index_t r = 0; r < P; ++r)
+        for (index_t i = 0; i < P; ++i) {
+          const index_t j = ring_fwd_kv_block(P, r, i);
+          const RingTile t = ring_tile(L, true, P, r, j, n);
+          CAPTURE(to_string(L));
+          CAPTURE(P);
+          CAPTURE(r);
+          CAPTURE(j);
+          for (index_t a = 0; a < n; ++a)
+            for (index_t b = 0; b < n; ++b) {
+              const index_t gq = p.global(r, a), gk = p.global(j, b);
+              const bool in_tile = !t.skipped && a >= t.q0 && a < t.q0 + t.nq && b >= t.k0 && b < t.k0 + t.nk;
+              const bool vis = in_tile && (b - t.k0) < t.mask.visible_keys(a - t.q0, t.nk);
+              if (in_tile) CHECK(vis == (gk <= gq));  // inside a tile the mask is the causal mask
+              if (vis) covered[{gq, gk}] += 1;
+            }
+        }
+      // outside the tiles nothing visible was left out: every causal pair computed exactly once
+      CHECK(static_cast<index_t>(covered.size()) == S * (S + 1) / 2);
+      for (const auto& [pair, times] : covered) CHECK(times == 1);
+    }
+}
+
+TEST_CASE("ring: the backward visits the same tiles as the forward, in reverse order") {
+  for (index_t P : {2, 3, 5})
+    for (index_t r = 0; r < P; ++r)
+      for (index_t i = 0; i < P; ++i) CHECK(ring_bwd_kv_block(P, r, i) == ring_fwd_kv_block(P, r, P - 1 - i));
+}
+
+TEST_CASE("ring: messages and bytes per rank equal their closed forms") {
+  for (Layout L : {Layout::contiguous, Layout::zigzag, Layout::striped})
+    for (index_t P : {1, 2, 3, 4, 8})
+      for (auto [h, hk] : {std::pair<index_t, index_t>{4, 4}, {4, 1}}) {
+        const RunSpec s = spec(L, true, P, h, hk, MergeKind::streaming);
+        const RunReport r = run_experiment(s, make_inputs(s));
+        const std::int64_t n = s.seq / P;
+        const std::int64_t kv_bytes = n * hk * (s.head_dim + s.dv()) * 8;  // GQA: only the hk KV heads travel
+        const Phase f = Phase::fwd, b = Phase::bwd;
+        const auto mf = r.trace.messages_sent_per_rank(&f), mb = r.trace.messages_sent_per_rank(&b);
+        const auto bf = r.trace.bytes_sent_per_rank(&f), bb = r.trace.bytes_sent_per_rank(&b);
+        for (index_t k = 0; k < P; ++k) {
+          CAPTURE(P);
+          CHECK(mf[k] == P - 1);                    // forward: one KV block per step but the last
+          CHECK(mb[k] == (P > 1 ? P : 0));          // backward: kv, (P-2) x kv+dkv, dkv
+          CHECK(bf[k] == (P - 1) * kv_bytes);
+          CHECK(bb[k] == 2 * (P - 1) * kv_bytes);   // KV makes P-1 hops, dKV makes P-1 hops
+        }
+      }
+}
+
+TEST_CASE("ring: zigzag causal work is equal on all ranks; contiguous shows its imbalance in closed form") {
+  for (index_t P : {2, 4, 8}) {
+    RunSpec s = spec(Layout::zigzag, true, P, 2, 1, MergeKind::streaming);
+    RunReport r = run_experiment(s, make_inputs(s));
+    for (auto f : r.flops) CHECK(f == r.flops[0]);
+    CHECK(r.work_ratio == 1.0);
+
+    s.layout = Layout::contiguous;
+    r = run_experiment(s, make_inputs(s));
+    const double n = static_cast<double>(s.seq / P);
+    // rank 0: its causal diagonal; rank P-1: P-1 full blocks plus the diagonal
+    const double expect = ((P - 1) * n * n + n * (n + 1) / 2) / (n * (n + 1) / 2);
+    CHECK(r.work_ratio == doctest::Approx(expect).epsilon(1e-12));
+    for (index_t k = 1; k < P; ++k) CHECK(r.flops[k] > r.flops[k - 1]);
+  }
+}
+
+TEST_CASE("ring: the trace records every tile with its section, and its sums are the report's") {
+  const RunSpec s = spec(Layout::zigzag, true, 4, 2, 1, MergeKind::streaming);
+  const RunReport r = run_experiment(s, make_inputs(s));
+  std::map<std::string, int> sections;
+  std::int64_t flops = 0, bytes = 0;
+  for (const Event& e : r.trace.events()) {
+    if (e.kind == EventKind::tile) {
+      sections[e.section + "/" + to_string(e.phase)] += 1;
+      flops += e.flops;
+    }
+    if (e.kind == EventKind::send) bytes += e.bytes;
+  }
+  // per rank r: 1 diagonal, r lower, 3-r upper; forward and backward
+  CHECK(sections["diagonal/fwd"] == 4);
+  CHECK(sections["lower/fwd"] == 0 + 1 + 2 + 3);
+  CHECK(sections["upper/fwd"] == 3 + 2 + 1 + 0);
+  CHECK(sections["lower/bwd"] == 6);
+  std::int64_t f2 = 0, b2 = 0;
+  for (size_t k = 0; k < 4; ++k) f2 += r.flops[k], b2 += r.bytes_sent[k];
+  CHECK(flops == f2);
+  CHECK(bytes == b2);
+  // the JSON form round-trips
+  const Trace back = Trace::from_json(r.trace.to_json());
+  CHECK(back.events().size() == r.trace.events().size());
+  CHECK(back.flops_per_rank() == r.trace.flops_per_rank());
+  CHECK(back.events()[5].rows == r.trace.events()[5].rows);
+  CHECK(r.trace.to_chrome_json().at("traceEvents").size() > r.trace.events().size() / 2);
+}
+
+TEST_CASE("experiment: bad specs are refused with the rule") {
+  RunSpec s;
+  s.seq = 1000;
+  s.cp = 8;
+  CHECK_THROWS_WITH_AS(validate(s), "seq 1000 is not a multiple of 2*cp = 16 (zigzag splits the sequence into 2*cp equal chunks)", Error);
+  s = RunSpec{};
+  s.kv_heads = 3;
+  CHECK_THROWS_WITH_AS(validate(s), "kv-heads 3 does not divide heads 8 (GQA/MQA needs heads = kv-heads * group size)", Error);
+  s = RunSpec{};
+  s.head_dim = 0;
+  CHECK_THROWS_WITH_AS(validate(s), "head-dim 0 must be >= 1", Error);
+  s = RunSpec{};
+  s.cp = 0;
+  CHECK_THROWS_WITH_AS(validate(s), "cp 0 must be >= 1", Error);
+  s = RunSpec{};
+  s.mode = "a2a";
+  CHECK_THROWS_WITH_AS(validate(s), "mode 'a2a' is not implemented yet (implemented: p2p)", Error);
+  s.mode = "ring";
+  CHECK_THROWS_WITH_AS(validate(s), "mode 'ring' is not one of: p2p, allgather, a2a, a2a+p2p", Error);
+  s = RunSpec{};
+  s.dtype = "half";
+  CHECK_THROWS_WITH_AS(validate(s), "dtype 'half' is not one of: float, double", Error);
+  s = RunSpec{};
+  s.seq = 1 << 30;
+  s.cp = 1;
+  CHECK_THROWS_AS(validate(s), Error);  // memory limit of the CPU reference
+}
