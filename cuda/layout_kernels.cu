@@ -47,20 +47,12 @@ __global__ void permute_tokens_kernel(const float* __restrict__ src,  // (S, row
 
 void check_args(const char* fn, std::int64_t S, std::int64_t P, std::int64_t row_elems,
                 cplab::Layout layout) {
-  const std::string where = std::string(fn) + ": ";
-  cplab::require(layout == cplab::Layout::contiguous || layout == cplab::Layout::zigzag ||
-                     layout == cplab::Layout::striped,
-                 where + "unknown layout " + std::to_string(static_cast<int>(layout)));
-  cplab::require(P > 0, where + "cp " + std::to_string(P) + " must be > 0");
-  cplab::require(S > 0, where + "seq " + std::to_string(S) + " must be > 0");
-  cplab::require(row_elems > 0, where + "row_elems " + std::to_string(row_elems) + " must be > 0");
-  if (layout == cplab::Layout::zigzag)
-    cplab::require(S % (2 * P) == 0, where + "seq " + std::to_string(S) +
-                                         " is not a multiple of 2*cp = " + std::to_string(2 * P) +
-                                         " (zigzag needs 2*cp equal chunks)");
-  else
-    cplab::require(S % P == 0, where + "seq " + std::to_string(S) + " is not a multiple of cp = " +
-                                   std::to_string(P));
+  try {
+    cplab::check_partition(layout, S, P);  // the one definition of the layout rules (layout.cpp)
+  } catch (const cplab::Error& e) {
+    throw cplab::Error(std::string(fn) + ": " + e.what());
+  }
+  cplab::require(row_elems > 0, std::string(fn) + ": row_elems " + std::to_string(row_elems) + " must be > 0");
 }
 
 template <Direction dir>

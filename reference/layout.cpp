@@ -39,7 +39,9 @@ std::vector<Span> to_spans(const std::vector<index_t>& pos) {
   return out;
 }
 
-Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), seq_(seq), cp_(cp) {
+void check_partition(Layout layout, std::int64_t seq, std::int64_t cp) {
+  require(layout == Layout::contiguous || layout == Layout::zigzag || layout == Layout::striped,
+          "unknown layout " + std::to_string(static_cast<int>(layout)));
   require(cp >= 1, "cp " + std::to_string(cp) + " must be >= 1");
   require(seq >= 1, "seq " + std::to_string(seq) + " must be >= 1");
   if (layout == Layout::zigzag) {
@@ -51,6 +53,10 @@ Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), 
                                std::to_string(cp) + " (" + to_string(layout) +
                                " gives every rank seq/cp tokens)");
   }
+}
+
+Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), seq_(seq), cp_(cp) {
+  check_partition(layout, seq, cp);
 }
 
 std::vector<index_t> Partition::indices(index_t rank, index_t l0, index_t count) const {

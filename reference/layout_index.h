@@ -9,8 +9,8 @@
 // These functions are usable from host C++ and from CUDA device code (CPLAB_HD), so the reference,
 // the CUDA layout kernels, the visualizer and the tutorials all share them.
 //
-// What it is not: no validation (see layout.h, which checks divisibility and names the rule that
-// was broken), no allocation, no tensors.
+// What it is not: the validation: check_partition (declared here, host only, defined in layout.cpp)
+// checks divisibility and names the rule that was broken. No allocation, no tensors.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +66,10 @@ CPLAB_HD constexpr RankLocal layout_owner(Layout layout, std::int64_t S, std::in
   }
   return RankLocal{-1, -1};
 }
+
+// Host only. Throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
+// seq % cp == 0 for contiguous and striped. Defined in layout.cpp (library cplab_ref).
+void check_partition(Layout layout, std::int64_t seq, std::int64_t cp);
 
 // position of rank r's local token l in the rank-concatenated order (rank 0's tokens, then rank 1's, ...)
 CPLAB_HD constexpr std::int64_t rank_concat_index(std::int64_t S, std::int64_t P, std::int64_t r,

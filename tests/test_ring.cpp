@@ -126,7 +126,7 @@ TEST_CASE("ring: messages and bytes per rank equal their closed forms") {
       }
 }
 
-TEST_CASE("ring: zigzag causal work is equal on all ranks; contiguous shows its imbalance in closed form") {
+TEST_CASE("ring: zigzag causal work is equal on all ranks, contiguous shows its imbalance in closed form") {
   for (index_t P : {2, 4, 8}) {
     RunSpec s = spec(Layout::zigzag, true, P, 2, 1, MergeKind::streaming);
     RunReport r = run_experiment(s, make_inputs(s));

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# install-deps.sh: install what cplab needs to build and test on Debian 12, as root. Idempotent:
+# packages already installed are left alone and apt is not touched at all when nothing is missing.
+# CUDA is not installed here (it is optional: with nvcc on PATH the cuda/ parts are built too).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkgconf
+      libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
+      python3 python3-numpy)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
