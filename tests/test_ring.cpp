@@ -140,6 +140,10 @@ TEST_CASE("ring: zigzag causal work is equal on all ranks, contiguous shows its 
     const double expect = ((P - 1) * n * n + n * (n + 1) / 2) / (n * (n + 1) / 2);
     CHECK(r.work_ratio == doctest::Approx(expect).epsilon(1e-12));
     for (index_t k = 1; k < P; ++k) CHECK(r.flops[k] > r.flops[k - 1]);
+
+    s.layout = Layout::striped;  // rank P-1 sees P(n+1)n/2 pairs, rank 0 (n+1)n/2 + (P-1)(n-1)n/2
+    r = run_experiment(s, make_inputs(s));
+    CHECK(r.work_ratio == doctest::Approx(P * (n + 1) / ((n + 1) + (P - 1) * (n - 1))).epsilon(1e-12));
   }
 }
 
