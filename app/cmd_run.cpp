@@ -3,6 +3,7 @@
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
 // dQ, dK, dV), trace files, and the human table or --json report of reference/experiment.h.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -45,6 +46,9 @@ Tensor3<double> load3(const std::string& path, const char* what, index_t& s, ind
   agree(s, a.shape[0], "seq");
   agree(h, a.shape[1], "heads");
   agree(d, a.shape[2], "head-dim");
+  for (size_t i = 0; i < a.values.size(); ++i)
+    require(std::isfinite(a.values[i]), path + ": " + what + " element " + std::to_string(i) +
+                                            " is not finite (NaN or inf inputs are refused)");
   Tensor3<double> x(a.shape[0], a.shape[1], a.shape[2]);
   x.data = std::move(a.values);
   return x;
@@ -187,6 +191,7 @@ void setup_run(CLI::App& app, int& status) {
   sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
   sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
   sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
+  sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes)");
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   sub->callback([o, &status] { status = run_action(*o); });
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -75,6 +76,8 @@ void validate(const RunSpec& s) {
           "mode '" + s.mode + "' is not one of: p2p, allgather, a2a, a2a+p2p");
   require(mode_implemented(s.mode), "mode '" + s.mode + "' is not implemented yet (implemented: p2p)");
   require(s.cp >= 1, "cp " + num(s.cp) + " must be >= 1");
+  require(s.cp <= kMaxRanks, "cp " + num(s.cp) + " is more than the " + num(kMaxRanks) +
+                                 " ranks the CPU reference simulates (a ring computes cp*cp tiles)");
   require(s.seq >= 1, "seq " + num(s.seq) + " must be >= 1");
   require(s.heads >= 1, "heads " + num(s.heads) + " must be >= 1");
   require(s.kv_heads >= 1, "kv-heads " + num(s.kv_heads) + " must be >= 1");
@@ -93,6 +96,20 @@ void validate(const RunSpec& s) {
   require(gib <= 16.0, "seq * heads * head-dim = " + std::to_string(static_cast<long long>(elems)) +
                            " elements needs about " + std::to_string(static_cast<int>(gib)) +
                            " GiB in the CPU reference; the limit is 16 GiB");
+  const double work = cpu_flops_estimate(s);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f TFLOP", work * 1e-12);
+  require(s.allow_long || work <= kMaxCpuFlops,
+          std::string("this run needs about ") + buf + " of CPU work (CP mode + dense oracle), more than the " +
+              "4 TFLOP limit (a few minutes on 2 cores); pass --allow-long to run it anyway");
+}
+
+double cpu_flops_estimate(const RunSpec& s) {
+  const double S = static_cast<double>(s.seq);
+  const double pairs = s.causal ? S * (S + 1) / 2 : S * S;
+  const double per_pair = 2.0 * static_cast<double>(s.heads) *
+                          static_cast<double>(s.head_dim + s.dv() + (s.backward ? 3 * s.head_dim + 2 * s.dv() : 0));
+  return 2.0 * pairs * per_pair;  // the CP run and the dense oracle each do the useful work once
 }
 
 Inputs make_inputs(const RunSpec& s) {

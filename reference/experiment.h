@@ -31,9 +31,19 @@ struct RunSpec {
   std::uint64_t seed = 0;
   MergeKind merge = MergeKind::streaming;
   double scale = 0;  // 0: 1/sqrt(head_dim)
+  bool allow_long = false;  // lift the CPU-work limit (kMaxCpuFlops)
   index_t dv() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   double softmax_scale() const { return scale > 0 ? scale : default_scale(head_dim); }
 };
+
+// Limits of the CPU reference, so that a typo cannot turn into an hour-long (or memory-exhausting)
+// run: at most kMaxRanks simulated ranks (a ring computes cp*cp tiles), about 16 GiB of tensors, and
+// kMaxCpuFlops of attention work (CP run + dense oracle; about 3 minutes on 2 cores) unless
+// allow_long is set.
+inline constexpr index_t kMaxRanks = 256;
+inline constexpr double kMaxCpuFlops = 4e12;
+// FLOPs the run will spend on the CPU: the CP mode plus the dense oracle
+double cpu_flops_estimate(const RunSpec& s);
 
 // throws cplab::Error naming the first rule the spec breaks
 void validate(const RunSpec& s);

@@ -52,6 +52,8 @@ expect_error(small + ["--seq", "64", "--dtype", "half"], "dtype 'half' is not on
 expect_error(small + ["--seq", "64", "--merge", "online"], "merge 'online' is not one of")
 expect_error(small + ["--seq", "64", "--cp", "abc"], "--cp")
 expect_error(small + ["--seq", "64", "--do", path("x.npy")], "--do needs --backward")
+expect_error(small + ["--seq", "600", "--cp", "300"], "cp 300 is more than the 256 ranks")
+expect_error(["run", "--seq", "1048576", "--cp", "1", "--heads", "1", "--kv-heads", "1"], "pass --allow-long")
 
 rng = np.random.default_rng(7)
 S, H, HK, D, DV = 24, 4, 2, 8, 6
@@ -65,6 +67,9 @@ for name, arr in [("q", q), ("k", k), ("v", v), ("do", do)]:
 np.save(path("k_short.npy"), k[:12])
 np.save(path("q2d.npy"), q[:, 0, :])
 np.save(path("qint.npy"), (q * 10).astype(np.int32))
+qnan = q.copy()
+qnan[3, 1, 2] = np.nan
+np.save(path("qnan.npy"), qnan)
 with open(path("garbage.npy"), "wb") as f:
     f.write(b"this is not numpy at all")
 npy = ["--cp", "2", "--layout", "zigzag"]
@@ -72,6 +77,7 @@ expect_error(["run", *npy, "--q", path("garbage.npy"), "--k", path("k.npy"), "--
 expect_error(["run", *npy, "--q", path("q.npy"), "--k", path("k_short.npy"), "--v", path("v.npy")], "has seq 12")
 expect_error(["run", *npy, "--q", path("q2d.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "must be 3-d")
 expect_error(["run", *npy, "--q", path("qint.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "is not supported")
+expect_error(["run", *npy, "--q", path("qnan.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "is not finite")
 expect_error(["run", *npy, "--q", path("missing.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "missing.npy")
 expect_error(["run", *npy, "--q", path("q.npy")], "--q, --k and --v must be given together")
 expect_error(["run", *npy, "--seq", "48", "--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy")], "has seq 24")
