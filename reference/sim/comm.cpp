@@ -21,22 +21,26 @@ void SimComm::check_rank(int r, const char* what) const {
                            " outside [0, " + std::to_string(cp_) + ")");
 }
 
+void SimComm::record(EventKind kind, int rank, int peer, const std::string& tensor, const std::string& op,
+                     std::int64_t bytes) {
+  if (!trace_) return;
+  Event e;
+  e.kind = kind;
+  e.phase = phase_;
+  e.step = step_;
+  e.rank = rank;
+  e.peer = peer;
+  e.op = op;
+  e.tensor = tensor;
+  e.bytes = bytes;
+  trace_->add(std::move(e));
+}
+
 void SimComm::post(int src, int dst, const std::string& tensor, const std::string& op,
                    std::vector<std::byte> bytes) {
   check_rank(src, "source");
   check_rank(dst, "destination");
-  if (trace_) {
-    Event e;
-    e.kind = EventKind::send;
-    e.phase = phase_;
-    e.step = step_;
-    e.rank = src;
-    e.peer = dst;
-    e.op = op;
-    e.tensor = tensor;
-    e.bytes = static_cast<std::int64_t>(bytes.size());
-    trace_->add(std::move(e));
-  }
+  record(EventKind::send, src, dst, tensor, op, static_cast<std::int64_t>(bytes.size()));
   box_[{src, dst}].push_back(Message{tensor, op, std::move(bytes)});
 }
 
@@ -53,18 +57,7 @@ std::vector<std::byte> SimComm::take(int dst, int src, const std::string& tensor
     throw std::logic_error("SimComm: rank " + std::to_string(dst) + " expects " + op + " '" + tensor +
                            "' from rank " + std::to_string(src) + " but the next message is " + m.op +
                            " '" + m.tensor + "'");
-  if (trace_) {
-    Event e;
-    e.kind = EventKind::recv;
-    e.phase = phase_;
-    e.step = step_;
-    e.rank = dst;
-    e.peer = src;
-    e.op = op;
-    e.tensor = tensor;
-    e.bytes = static_cast<std::int64_t>(m.bytes.size());
-    trace_->add(std::move(e));
-  }
+  record(EventKind::recv, dst, src, tensor, op, static_cast<std::int64_t>(m.bytes.size()));
   return std::move(m.bytes);
 }
 

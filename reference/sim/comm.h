@@ -110,6 +110,8 @@ class SimComm {
   void post(int src, int dst, const std::string& tensor, const std::string& op, std::vector<std::byte> bytes);
   std::vector<std::byte> take(int dst, int src, const std::string& tensor, const std::string& op);
   void check_rank(int r, const char* what) const;
+  void record(EventKind kind, int rank, int peer, const std::string& tensor, const std::string& op,
+              std::int64_t bytes);
 
   int cp_;
   Trace* trace_;
