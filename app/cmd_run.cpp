@@ -28,16 +28,10 @@ struct RunOptions {
   std::map<std::string, CLI::Option*> given;  // size options, to tell "given" from "default"
 };
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
 // load a 3-d (s, heads, dim) array; check it against (and fill) the spec's sizes
 Tensor3<double> load3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
   NpyArray a = npy_read(path);
-  require(a.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + shape_str(a.shape));
+  require(a.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + npy_shape_string(a.shape));
   auto agree = [&](index_t& field, std::int64_t got, const char* name) {
     require(field == 0 || field == got, path + ": " + what + " has " + name + " " + std::to_string(got) +
                                             " but " + std::to_string(field) + " was given or read elsewhere");

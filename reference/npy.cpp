@@ -27,12 +27,6 @@ constexpr std::size_t kMagicLen = 6;
 constexpr std::uint32_t kMaxHeaderLen = 1u << 20;  // far above anything NumPy writes
 constexpr std::size_t kMaxDims = 64;                // NumPy itself allows 32
 
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
 // A header snippet fit for an error message: printable ASCII kept, the rest as \xNN, long text cut.
 std::string printable(std::string_view s) {
   std::string out;
@@ -188,14 +182,14 @@ class HeaderParser {
 template <class T>
 void write_impl(const std::string& path, const std::vector<std::int64_t>& shape, const T* data, const char* descr) {
   std::int64_t bytes = 0;
-  for (std::int64_t d : shape) require(d >= 0, path + ": cannot write shape " + shape_str(shape) + " (negative entry)");
-  require(checked_product(shape, sizeof(T), bytes), path + ": cannot write shape " + shape_str(shape) + " (too many elements)");
-  require(bytes == 0 || data != nullptr, path + ": cannot write shape " + shape_str(shape) + " from a null data pointer");
+  for (std::int64_t d : shape) require(d >= 0, path + ": cannot write shape " + npy_shape_string(shape) + " (negative entry)");
+  require(checked_product(shape, sizeof(T), bytes), path + ": cannot write shape " + npy_shape_string(shape) + " (too many elements)");
+  require(bytes == 0 || data != nullptr, path + ": cannot write shape " + npy_shape_string(shape) + " from a null data pointer");
 
   require(shape.size() <= kMaxDims, path + ": cannot write " + std::to_string(shape.size()) + " dimensions (limit 64)");
 
   // version 1.0: magic (6) + version (2) + 2-byte length, then the header padded so all of it % 64 == 0
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + npy_shape_string(shape) + ", }";
   header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + '\n';
   const auto hlen = static_cast<std::uint16_t>(header.size());  // <= ~1.4 KB given kMaxDims
 
@@ -266,13 +260,13 @@ NpyArray npy_read(const std::string& path) {
 
   const std::int64_t itemsize = a.dtype == NpyDtype::f4 ? 4 : 8;
   std::int64_t need = 0;
-  require(checked_product(a.shape, itemsize, need), path + ": shape " + shape_str(a.shape) + " has too many elements");
+  require(checked_product(a.shape, itemsize, need), path + ": shape " + npy_shape_string(a.shape) + " has too many elements");
   const std::uintmax_t holds = file_size - preamble - hlen;
   const auto uneed = static_cast<std::uintmax_t>(need);
   require(holds >= uneed, path + ": file holds " + std::to_string(holds) + " bytes of data but shape " +
-                              shape_str(a.shape) + " needs " + std::to_string(need));
+                              npy_shape_string(a.shape) + " needs " + std::to_string(need));
   require(holds == uneed, path + ": file has " + std::to_string(holds - uneed) + " unexpected trailing bytes after the " +
-                              std::to_string(need) + " bytes of data for shape " + shape_str(a.shape));
+                              std::to_string(need) + " bytes of data for shape " + npy_shape_string(a.shape));
 
   // sizes now match the file on disk, so these allocations are bounded by it
   const std::size_t count = static_cast<std::size_t>(need / itemsize);
@@ -285,6 +279,12 @@ NpyArray npy_read(const std::string& path) {
     for (std::size_t i = 0; i < count; ++i) a.values[i] = tmp[i];
   }
   return a;
+}
+
+std::string npy_shape_string(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
 }
 
 void npy_write(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {

@@ -25,6 +25,9 @@ struct NpyArray {
   std::vector<double> values;       // converted to double, C order, size == product(shape)
 };
 
+// "(2, 3, 4)", "(7,)", "()": a shape as NumPy prints it, for messages
+std::string npy_shape_string(const std::vector<std::int64_t>& shape);
+
 // Reads path; throws cplab::Error ("<path>: <rule broken>") on any malformed or unsupported file.
 NpyArray npy_read(const std::string& path);
 
