@@ -1,7 +1,7 @@
 // attention_kernel.cpp: Eigen implementation of attention_kernel.h (see there for the math).
 //
-// Per head and per block of kRowBlock query rows: kmax = the number of key columns any row of the
-// block can see (masks are prefix masks, mask.h), S = scale * Q_blk K[0:kmax]^T as one Eigen
+// Per head and per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block
+// can see (every row's visible keys are one run, mask.h), S = scale * Q_blk K[lo:hi]^T as one Eigen
 // product, masked entries set to -inf, then the softmax / gradient algebra on whole matrices.
 #include "attention_kernel.h"
 
@@ -18,22 +18,31 @@ namespace {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// visible key count of the last row of block [a0, a0+n): the block's column range
-index_t block_kmax(const Mask& m, index_t a0, index_t n, index_t sk) {
-  index_t kmax = 0;
-  for (index_t a = a0; a < a0 + n; ++a) kmax = std::max(kmax, m.visible_keys(a, sk));
-  return kmax;
+// the key columns [lo, hi) that some row of block [a0, a0+n) can see (hi = 0: none)
+KeyRange block_keys(const Mask& m, index_t a0, index_t n, index_t sk) {
+  KeyRange b{sk, 0};
+  for (index_t a = a0; a < a0 + n; ++a) {
+    const KeyRange r = m.keys(a, sk);
+    if (r.lo >= r.hi) continue;
+    b.lo = std::min(b.lo, r.lo);
+    b.hi = std::max(b.hi, r.hi);
+  }
+  if (b.hi == 0) b.lo = 0;
+  return b;
 }
 
-// S (n, kmax) = scale * Qblk Kh^T with entries beyond each row's visible prefix set to -inf
+// S (n, kb.hi - kb.lo) = scale * Qblk K[kb]^T with entries outside each row's visible run set to -inf
 template <class T>
 Mat<T> masked_scores(const CHeadMap<T>& Qh, const CHeadMap<T>& Kh, const Mask& m, T scale,
-                     index_t a0, index_t n, index_t kmax, index_t sk) {
-  Mat<T> S = scale * (Qh.middleRows(a0, n) * Kh.topRows(kmax).transpose());
+                     index_t a0, index_t n, KeyRange kb, index_t sk) {
+  const index_t w = kb.hi - kb.lo;
+  Mat<T> S = scale * (Qh.middleRows(a0, n) * Kh.middleRows(kb.lo, w).transpose());
   if (m.kind != Mask::Kind::none) {
     for (index_t a = 0; a < n; ++a) {
-      const index_t vis = m.visible_keys(a0 + a, sk);
-      if (vis < kmax) S.row(a).tail(kmax - vis).setConstant(kNegInf<T>);
+      KeyRange r = m.keys(a0 + a, sk);
+      if (r.lo >= r.hi) r = {kb.lo, kb.lo};  // nothing visible
+      if (r.lo > kb.lo) S.row(a).head(r.lo - kb.lo).setConstant(kNegInf<T>);
+      if (r.hi < kb.hi) S.row(a).tail(kb.hi - r.hi).setConstant(kNegInf<T>);
     }
   }
   return S;
@@ -69,13 +78,13 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
     HeadMap<T> Oh = head(o, i);
     for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
       const index_t n = std::min(kRowBlock, sq - a0);
-      const index_t kmax = block_kmax(mask, a0, n, sk);
-      if (kmax == 0) {  // the whole block is masked
+      const KeyRange kb = block_keys(mask, a0, n, sk);
+      if (kb.hi <= kb.lo) {  // the whole block is masked
         Oh.middleRows(a0, n).setZero();
         for (index_t a = 0; a < n; ++a) lse(i, a0 + a) = kNegInf<T>;
         continue;
       }
-      Mat<T> S = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kmax, sk);
+      Mat<T> S = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
       Eigen::Matrix<T, Eigen::Dynamic, 1> m = S.rowwise().maxCoeff();
       for (index_t a = 0; a < n; ++a) {
         if (m(a) == kNegInf<T>) {  // fully masked row: P = 0 (not exp(-inf - -inf) = NaN)
@@ -85,7 +94,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         }
       }
       const Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
-      Oh.middleRows(a0, n).noalias() = S * Vh.topRows(kmax);
+      Oh.middleRows(a0, n).noalias() = S * Vh.middleRows(kb.lo, kb.hi - kb.lo);
       for (index_t a = 0; a < n; ++a) {
         if (l(a) > T(0)) {
           Oh.row(a0 + a) /= l(a);
@@ -131,21 +140,22 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
       HeadMap<T> dQh = head(dq, i);
       for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
         const index_t n = std::min(kRowBlock, sq - a0);
-        const index_t kmax = block_kmax(mask, a0, n, sk);
-        if (kmax == 0) continue;  // fully masked block: no gradient at all
-        Mat<T> P = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kmax, sk);
+        const KeyRange kb = block_keys(mask, a0, n, sk);
+        if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
+        const index_t w = kb.hi - kb.lo;
+        Mat<T> P = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
         for (index_t a = 0; a < n; ++a) {
           const T L = lse(i, a0 + a);
           if (L == kNegInf<T>) P.row(a).setZero();  // empty row: P = 0, never exp(-inf + inf)
           else P.row(a) = (P.row(a).array() - L).exp().matrix();
         }
         const auto dO_blk = dOh.middleRows(a0, n);
-        dVh.topRows(kmax).noalias() += P.transpose() * dO_blk;
-        Mat<T> dS = dO_blk * Vh.topRows(kmax).transpose();  // dP
+        dVh.middleRows(kb.lo, w).noalias() += P.transpose() * dO_blk;
+        Mat<T> dS = dO_blk * Vh.middleRows(kb.lo, w).transpose();  // dP
         for (index_t a = 0; a < n; ++a) dS.row(a).array() -= delta(i, a0 + a);
         dS.array() *= P.array();  // dS = P * (dP - Delta)
-        dQh.middleRows(a0, n).noalias() += scale * (dS * Kh.topRows(kmax));
-        dKh.topRows(kmax).noalias() += scale * (dS.transpose() * Qh.middleRows(a0, n));
+        dQh.middleRows(a0, n).noalias() += scale * (dS * Kh.middleRows(kb.lo, w));
+        dKh.middleRows(kb.lo, w).noalias() += scale * (dS.transpose() * Qh.middleRows(a0, n));
       }
     }
   }

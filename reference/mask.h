@@ -8,38 +8,67 @@
 //                                         "diagonal" tile (local order = global order)
 //                          offset -1      strictly lower: striped layout, KV from a later rank
 //                          offset sk-sq   bottom-right causal (all-gather KV, Llama 3)
-// plus visible_pairs(), the number of (query, key) pairs a mask leaves, from which every FLOP count
-// in cplab is derived (flops.h).
-// What it is not: per-sequence (THD) masks; those arrive with sequence packing.
+//   ranges               query a sees keys [lo[a], hi[a]): packed sequences (thd.h token_mask:
+//                        same sequence, real tokens, causal), bottom-right windows of all-gather
+// In every kind a row's visible keys are ONE contiguous run, which is what lets the kernel skip
+// whole blocks. Plus visible_pairs(), the number of (query, key) pairs a mask leaves, from which
+// every FLOP count in cplab is derived (flops.h).
+// What it is not: arbitrary boolean masks (sliding windows with holes, ...), or a matrix.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace cplab {
 
-struct Mask {
-  enum class Kind { none, causal };
-  Kind kind = Kind::none;
-  std::int64_t offset = 0;  // causal only: key b visible to query a iff b <= a + offset
-
-  static Mask none() { return Mask{Kind::none, 0}; }
-  static Mask causal(std::int64_t offset = 0) { return Mask{Kind::causal, offset}; }
-
-  // number of visible keys of query row a (keys 0 .. n-1 are the visible ones: every mask here is
-  // a prefix mask), for a tile with sk keys
-  std::int64_t visible_keys(std::int64_t a, std::int64_t sk) const {
-    if (kind == Kind::none) return sk;
-    return std::clamp<std::int64_t>(a + offset + 1, 0, sk);
-  }
-  bool operator==(const Mask&) const = default;
+struct KeyRange {
+  std::int64_t lo = 0, hi = 0;  // visible keys [lo, hi); empty when lo >= hi
 };
 
-// number of visible (query, key) pairs of an sq x sk tile under mask m, in closed form
+struct Mask {
+  enum class Kind { none, causal, ranges };
+  Kind kind = Kind::none;
+  std::int64_t offset = 0;  // causal only: key b visible to query a iff b <= a + offset
+  // ranges only: query a sees keys [lo[a], hi[a]) (packed sequences: same sequence, real, causal)
+  std::shared_ptr<const std::vector<std::int64_t>> lo, hi;
+
+  static Mask none() { return Mask{Kind::none, 0, nullptr, nullptr}; }
+  static Mask causal(std::int64_t offset = 0) { return Mask{Kind::causal, offset, nullptr, nullptr}; }
+  static Mask ranges(std::vector<std::int64_t> lo_, std::vector<std::int64_t> hi_) {
+    return Mask{Kind::ranges, 0, std::make_shared<const std::vector<std::int64_t>>(std::move(lo_)),
+                std::make_shared<const std::vector<std::int64_t>>(std::move(hi_))};
+  }
+
+  // the visible keys of query row a in a tile with sk keys: always one contiguous run
+  KeyRange keys(std::int64_t a, std::int64_t sk) const {
+    switch (kind) {
+      case Kind::none: return {0, sk};
+      case Kind::causal: return {0, std::clamp<std::int64_t>(a + offset + 1, 0, sk)};
+      case Kind::ranges: {
+        const auto i = static_cast<size_t>(a);
+        return {std::clamp<std::int64_t>((*lo)[i], 0, sk), std::clamp<std::int64_t>((*hi)[i], 0, sk)};
+      }
+    }
+    return {0, 0};
+  }
+  std::int64_t visible_keys(std::int64_t a, std::int64_t sk) const {
+    const KeyRange r = keys(a, sk);
+    return std::max<std::int64_t>(0, r.hi - r.lo);
+  }
+};
+
+// number of visible (query, key) pairs of an sq x sk tile under mask m (closed form for causal)
 inline std::int64_t visible_pairs(const Mask& m, std::int64_t sq, std::int64_t sk) {
   if (sq <= 0 || sk <= 0) return 0;
   if (m.kind == Mask::Kind::none) return sq * sk;
+  if (m.kind == Mask::Kind::ranges) {
+    std::int64_t pairs = 0;
+    for (std::int64_t a = 0; a < sq; ++a) pairs += m.visible_keys(a, sk);
+    return pairs;
+  }
   // rows a with 0 < a + offset + 1 < sk contribute a + offset + 1; rows past that contribute sk
   const std::int64_t o = m.offset;
   const std::int64_t a_first = std::clamp<std::int64_t>(-o, 0, sq);          // first row seeing >= 1 key
@@ -55,6 +84,7 @@ inline std::int64_t visible_pairs(const Mask& m, std::int64_t sq, std::int64_t s
 
 inline std::string to_string(const Mask& m) {
   if (m.kind == Mask::Kind::none) return "none";
+  if (m.kind == Mask::Kind::ranges) return "ranges";
   return m.offset == 0 ? "causal" : "causal(" + std::to_string(m.offset) + ")";
 }
 

@@ -1,6 +1,8 @@
 // test_dense.cpp: the dense oracle (attention_kernel.h) against scalar loops, masks, GQA, -inf rows.
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include "helpers.h"
 
 using namespace cplab;
@@ -19,7 +21,11 @@ void check_against_naive(const Case& c) {
   const double scale = default_scale(c.d);
   Tensor3<double> o, dq, dk, dv;
   Rows<double> lse;
-  naive_attention(q, k, v, dout, scale, [&](index_t a, index_t b) { return b < c.mask.visible_keys(a, c.sk); },
+  naive_attention(q, k, v, dout, scale,
+                  [&](index_t a, index_t b) {
+                    const KeyRange r = c.mask.keys(a, c.sk);
+                    return b >= r.lo && b < r.hi;
+                  },
                   o, lse, dq, dk, dv);
   const AttnOut<double> f = dense_forward(q, k, v, c.mask, scale);
   const AttnGrads<double> g = dense_backward(q, k, v, f, dout, c.mask, scale);
@@ -115,4 +121,25 @@ TEST_CASE("mask: visible_pairs closed form equals counting") {
       }
   CHECK(visible_pairs(Mask::none(), 7, 9) == 63);
   CHECK(visible_pairs(Mask::causal(), 8, 8) == 36);
+}
+
+TEST_CASE("dense: ranges masks (one visible run per row, some empty) match scalar loops") {
+  std::mt19937_64 rng(3);
+  for (index_t sq : {5, 300})
+    for (index_t sk : {7, 270}) {
+      std::vector<std::int64_t> lo(static_cast<size_t>(sq)), hi(static_cast<size_t>(sq));
+      for (index_t a = 0; a < sq; ++a) {
+        const auto x = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(sk + 1));
+        const auto y = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(sk + 1));
+        lo[static_cast<size_t>(a)] = std::min(x, y);
+        hi[static_cast<size_t>(a)] = (a % 5 == 0) ? std::min(x, y) : std::max(x, y);  // every 5th row empty
+      }
+      const Mask m = Mask::ranges(lo, hi);
+      CAPTURE(sq);
+      CAPTURE(sk);
+      check_against_naive(Case{sq, sk, 4, 2, 8, 5, m});
+      index_t count = 0;
+      for (index_t a = 0; a < sq; ++a) count += hi[static_cast<size_t>(a)] - lo[static_cast<size_t>(a)];
+      CHECK(visible_pairs(m, sq, sk) == count);
+    }
 }
