@@ -55,8 +55,21 @@ void check_partition(Layout layout, std::int64_t seq, std::int64_t cp) {
   }
 }
 
-Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), seq_(seq), cp_(cp) {
+Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), cu_{0, seq}, cp_(cp) {
   check_partition(layout, seq, cp);
+}
+
+Partition::Partition(Layout layout, std::vector<index_t> cu_padded, index_t cp)
+    : layout_(layout), cu_(std::move(cu_padded)), cp_(cp) {
+  require(cu_.size() >= 2 && cu_[0] == 0, "cu_seqlens must start at 0 and hold at least one sequence");
+  for (size_t s = 0; s + 1 < cu_.size(); ++s) {
+    try {
+      check_partition(layout, cu_[s + 1] - cu_[s], cp);
+    } catch (const Error& e) {
+      throw Error(num_seqs() == 1 ? std::string(e.what())
+                                  : "sequence " + std::to_string(s) + " (padded): " + e.what());
+    }
+  }
 }
 
 std::vector<index_t> Partition::indices(index_t rank, index_t l0, index_t count) const {

@@ -29,16 +29,23 @@ std::vector<Span> to_spans(const std::vector<index_t>& positions);
 
 class Partition {
  public:
-  // throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
-  // seq % cp == 0 for contiguous and striped
+  // One sequence of seq tokens. Throws cplab::Error naming the rule: cp >= 1, seq >= 1,
+  // seq % (2*cp) == 0 for zigzag, seq % cp == 0 for contiguous and striped.
   Partition(Layout layout, index_t seq, index_t cp);
+  // Packed sequences at offsets cu_padded (thd.h): every sequence split by the layout on its own;
+  // the same rules per sequence ("sequence 1: seq 24 is not a multiple of 2*cp = 16 ...").
+  Partition(Layout layout, std::vector<index_t> cu_padded, index_t cp);
 
   Layout layout() const { return layout_; }
-  index_t seq() const { return seq_; }
+  index_t seq() const { return cu_.back(); }  // total tokens (padded)
   index_t cp() const { return cp_; }
-  index_t local_len() const { return seq_ / cp_; }
-  index_t global(index_t rank, index_t local) const { return layout_global(layout_, seq_, cp_, rank, local); }
-  RankLocal owner(index_t g) const { return layout_owner(layout_, seq_, cp_, g); }
+  index_t local_len() const { return seq() / cp_; }
+  index_t num_seqs() const { return static_cast<index_t>(cu_.size()) - 1; }
+  const std::vector<index_t>& cu_padded() const { return cu_; }
+  index_t global(index_t rank, index_t local) const {
+    return packed_global(layout_, cu_.data(), num_seqs(), cp_, rank, local);
+  }
+  RankLocal owner(index_t g) const { return packed_owner(layout_, cu_.data(), num_seqs(), cp_, g); }
   // global positions of rank r's local tokens [l0, l0 + count), in local order
   std::vector<index_t> indices(index_t rank, index_t l0 = 0, index_t count = -1) const;
   std::vector<Span> spans(index_t rank, index_t l0 = 0, index_t count = -1) const {
@@ -47,7 +54,8 @@ class Partition {
 
  private:
   Layout layout_;
-  index_t seq_, cp_;
+  std::vector<index_t> cu_;
+  index_t cp_;
 };
 
 // global (s, h, d) -> cp local (s/cp, h, d) tensors, and back

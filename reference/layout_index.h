@@ -67,6 +67,42 @@ CPLAB_HD constexpr RankLocal layout_owner(Layout layout, std::int64_t S, std::in
   return RankLocal{-1, -1};
 }
 
+// ---- packed sequences (THD) --------------------------------------------------------------------
+// nseq sequences at offsets cu_padded[0..nseq] of the packed buffer (cu_padded[0] = 0), each padded
+// length divisible by the layout's factor. Every sequence is split over the P ranks by `layout` on
+// its own; rank r's local tokens are, sequence by sequence, its Lpad_s / P tokens of each (TE's
+// thd_get_partitioned_indices for zigzag). One sequence {0, S} is the unpacked case.
+
+// largest k in [0, nseq) with key(k) <= x, for a non-decreasing key (binary search)
+template <class Key>
+CPLAB_HD constexpr std::int64_t packed_find(std::int64_t nseq, std::int64_t x, Key key) {
+  std::int64_t lo = 0, hi = nseq - 1;
+  while (lo < hi) {
+    const std::int64_t mid = (lo + hi + 1) / 2;
+    if (key(mid) <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// packed position of rank r's local token l
+CPLAB_HD constexpr std::int64_t packed_global(Layout layout, const std::int64_t* cu_padded,
+                                              std::int64_t nseq, std::int64_t P, std::int64_t r,
+                                              std::int64_t l) {
+  const std::int64_t s = packed_find(nseq, l, [&](std::int64_t k) { return cu_padded[k] / P; });
+  const std::int64_t len = cu_padded[s + 1] - cu_padded[s];
+  return cu_padded[s] + layout_global(layout, len, P, r, l - cu_padded[s] / P);
+}
+
+// owner (rank, local index) of packed position g; the exact inverse of packed_global
+CPLAB_HD constexpr RankLocal packed_owner(Layout layout, const std::int64_t* cu_padded,
+                                          std::int64_t nseq, std::int64_t P, std::int64_t g) {
+  const std::int64_t s = packed_find(nseq, g, [&](std::int64_t k) { return cu_padded[k]; });
+  const std::int64_t len = cu_padded[s + 1] - cu_padded[s];
+  const RankLocal o = layout_owner(layout, len, P, g - cu_padded[s]);
+  return RankLocal{o.rank, cu_padded[s] / P + o.local};
+}
+
 // Host only. Throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
 // seq % cp == 0 for contiguous and striped. Defined in layout.cpp (library cplab_ref).
 void check_partition(Layout layout, std::int64_t seq, std::int64_t cp);
