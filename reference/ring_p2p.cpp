@@ -38,14 +38,26 @@ void unflat(const std::vector<T>& buf, std::initializer_list<Tensor3<T>*> parts)
   if (off != buf.size()) throw std::logic_error("ring: received buffer has the wrong size");
 }
 
-Event tile_event(Phase phase, int step, int r, int j, const RingTile& t, const Partition& part,
-                 index_t h, index_t d, index_t dv, double dur_us) {
+// the tile of ring position r holding block j: the section table, or for packed sequences all
+// local Q x the whole block under the token mask (still named by section)
+template <class T>
+RingTile plan_tile(const RingConfig<T>& cfg, int P, int r, int j) {
+  const index_t n = cfg.part.local_len();
+  RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, n);
+  if (cfg.packing == nullptr) return t;
+  const Mask m = token_mask(*cfg.packing, cfg.part.indices(r), cfg.part.indices(j), cfg.causal);
+  const bool empty = visible_pairs(m, n, n) == 0;
+  return RingTile{empty ? "skipped" : t.section, 0, n, 0, n, m, empty};
+}
+
+Event tile_event(Phase phase, int step, const RingGroup& g, int r, int j, const RingTile& t,
+                 const Partition& part, index_t h, index_t d, index_t dv, double dur_us) {
   Event e;
   e.kind = EventKind::tile;
   e.phase = phase;
-  e.step = step;
-  e.rank = r;
-  e.peer = j;
+  e.step = g.step0 + step;
+  e.rank = g.global(r);
+  e.peer = g.global(j);
   e.section = t.section;
   e.mask = t.skipped ? "skipped" : to_string(t.mask);
   e.rows = part.spans(r, t.q0, t.nq);
@@ -72,7 +84,7 @@ void check_inputs(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T
 
 template <class T>
 RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                            const PerRank<T>& v, SimComm& comm) {
+                            const PerRank<T>& v, SimComm& comm, const RingGroup& g) {
   check_inputs(cfg, q, k, v);
   const int P = static_cast<int>(cfg.part.cp());
   const index_t n = cfg.part.local_len(), h = q[0].h, d = q[0].d, dv = v[0].d;
@@ -86,13 +98,13 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
     folds.emplace_back(n, h, dv);
   }
   for (int i = 0; i < P; ++i) {
-    comm.set_step(Phase::fwd, i);
+    comm.set_step(Phase::fwd, g.step0 + i);
     if (i < P - 1)  // post the held block to r+1 before computing: it travels while we compute
       for (int r = 0; r < P; ++r)
-        comm.send<T>(r, (r + 1) % P, "kv", flat<T>({&res.k_saved[r], &res.v_saved[r]}));
+        comm.send<T>(g.global(r), g.global((r + 1) % P), "kv", flat<T>({&res.k_saved[r], &res.v_saved[r]}));
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_fwd_kv_block(P, r, i));
-      const RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, n);
+      const RingTile t = plan_tile(cfg, P, r, j);
       const auto t0 = Clock::now();
       if (!t.skipped) {
         Tensor3<T> o_i(t.nq, h, dv);
@@ -105,11 +117,11 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
         else
           folds[r].add(t.q0, std::move(o_i), std::move(lse_i));
       }
-      if (comm.trace()) comm.trace()->add(tile_event(Phase::fwd, i, r, j, t, cfg.part, h, d, dv, us_since(t0)));
+      if (comm.trace()) comm.trace()->add(tile_event(Phase::fwd, i, g, r, j, t, cfg.part, h, d, dv, us_since(t0)));
     }
     if (i < P - 1)
       for (int r = 0; r < P; ++r)
-        unflat<T>(comm.recv<T>(r, (r - 1 + P) % P, "kv"), {&res.k_saved[r], &res.v_saved[r]});
+        unflat<T>(comm.recv<T>(g.global(r), g.global((r - 1 + P) % P), "kv"), {&res.k_saved[r], &res.v_saved[r]});
   }
   if (cfg.merge == MergeKind::fold)
     for (int r = 0; r < P; ++r) folds[r].finish(res.o[r].view(), rows_view(res.lse[r]));
@@ -120,22 +132,22 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
 template <class T>
 RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
                            const PerRank<T>& v, const RingForward<T>& fwd, const PerRank<T>& dout,
-                           SimComm& comm) {
+                           SimComm& comm, const RingGroup& g) {
   check_inputs(cfg, q, k, v);
   const int P = static_cast<int>(cfg.part.cp());
   const index_t n = cfg.part.local_len(), h = q[0].h, hk = k[0].h, d = q[0].d, dv = v[0].d;
   PerRank<T> kcur = fwd.k_saved, vcur = fwd.v_saved;  // block (r+1) mod P
-  RingGrads<T> g;
+  RingGrads<T> grads;
   PerRank<T> dk_acc, dv_acc;  // dKV accumulated so far for the block held in the previous step
   std::vector<Rows<T>> delta;
   for (int r = 0; r < P; ++r) {
-    g.dq.emplace_back(n, h, d);
+    grads.dq.emplace_back(n, h, d);
     dk_acc.emplace_back(n, hk, d);
     dv_acc.emplace_back(n, hk, dv);
     delta.push_back(softmax_delta<T>(fwd.o[r].view(), dout[r].view()));
   }
   for (int i = 0; i < P; ++i) {
-    comm.set_step(Phase::bwd, i);
+    comm.set_step(Phase::bwd, g.step0 + i);
     const bool send_kv = i < P - 1, send_dkv = i >= 1;
     const std::string what = send_kv && send_dkv ? "kv+dkv" : (send_kv ? "kv" : "dkv");
     if (P > 1)
@@ -146,12 +158,12 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
           const std::vector<T> part = flat<T>({&dk_acc[r], &dv_acc[r]});
           buf.insert(buf.end(), part.begin(), part.end());
         }
-        comm.send<T>(r, (r - 1 + P) % P, what, buf);
+        comm.send<T>(g.global(r), g.global((r - 1 + P) % P), what, buf);
       }
     PerRank<T> dk_step, dv_step;
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_bwd_kv_block(P, r, i));
-      const RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, n);
+      const RingTile t = plan_tile(cfg, P, r, j);
       dk_step.emplace_back(n, hk, d);
       dv_step.emplace_back(n, hk, dv);
       const auto t0 = Clock::now();
@@ -159,14 +171,14 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
         attention_backward<T>(q[r].view().rows(t.q0, t.nq), kcur[r].view().rows(t.k0, t.nk),
                               vcur[r].view().rows(t.k0, t.nk), dout[r].view().rows(t.q0, t.nq),
                               rows_view(fwd.lse[r], t.q0, t.nq), rows_view(std::as_const(delta[r]), t.q0, t.nq),
-                              t.mask, cfg.scale, g.dq[r].view().rows(t.q0, t.nq),
+                              t.mask, cfg.scale, grads.dq[r].view().rows(t.q0, t.nq),
                               dk_step[r].view().rows(t.k0, t.nk), dv_step[r].view().rows(t.k0, t.nk));
-      if (comm.trace()) comm.trace()->add(tile_event(Phase::bwd, i, r, j, t, cfg.part, h, d, dv, us_since(t0)));
+      if (comm.trace()) comm.trace()->add(tile_event(Phase::bwd, i, g, r, j, t, cfg.part, h, d, dv, us_since(t0)));
     }
     for (int r = 0; r < P; ++r) {
       Tensor3<T> dk_in(n, hk, d), dv_in(n, hk, dv);  // partial dKV of the block held now (zero at i = 0)
       if (P > 1) {
-        const std::vector<T> buf = comm.recv<T>(r, (r + 1) % P, what);
+        const std::vector<T> buf = comm.recv<T>(g.global(r), g.global((r + 1) % P), what);
         if (send_kv && send_dkv) unflat<T>(buf, {&kcur[r], &vcur[r], &dk_in, &dv_in});
         else if (send_kv) unflat<T>(buf, {&kcur[r], &vcur[r]});
         else unflat<T>(buf, {&dk_in, &dv_in});
@@ -175,21 +187,25 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
       for (size_t x = 0; x < dv_in.data.size(); ++x) dv_acc[r].data[x] = dv_in.data[x] + dv_step[r].data[x];
     }
   }
-  g.dk = std::move(dk_acc);  // after step P-1 rank r holds its own block (j = r), complete
-  g.dv = std::move(dv_acc);
+  grads.dk = std::move(dk_acc);  // after step P-1 rank r holds its own block (j = r), complete
+  grads.dv = std::move(dv_acc);
   if (comm.pending() != 0) throw std::logic_error("ring backward left undelivered messages");
-  return g;
+  return grads;
 }
 
 template RingForward<float> ring_forward<float>(const RingConfig<float>&, const PerRank<float>&,
-                                                const PerRank<float>&, const PerRank<float>&, SimComm&);
+                                                const PerRank<float>&, const PerRank<float>&, SimComm&,
+                                                const RingGroup&);
 template RingForward<double> ring_forward<double>(const RingConfig<double>&, const PerRank<double>&,
-                                                  const PerRank<double>&, const PerRank<double>&, SimComm&);
+                                                  const PerRank<double>&, const PerRank<double>&, SimComm&,
+                                                  const RingGroup&);
 template RingGrads<float> ring_backward<float>(const RingConfig<float>&, const PerRank<float>&,
                                                const PerRank<float>&, const PerRank<float>&,
-                                               const RingForward<float>&, const PerRank<float>&, SimComm&);
+                                               const RingForward<float>&, const PerRank<float>&, SimComm&,
+                                               const RingGroup&);
 template RingGrads<double> ring_backward<double>(const RingConfig<double>&, const PerRank<double>&,
                                                  const PerRank<double>&, const PerRank<double>&,
-                                                 const RingForward<double>&, const PerRank<double>&, SimComm&);
+                                                 const RingForward<double>&, const PerRank<double>&, SimComm&,
+                                                 const RingGroup&);
 
 }  // namespace cplab

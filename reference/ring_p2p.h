@@ -21,15 +21,26 @@
 #include "layout.h"
 #include "merge.h"
 #include "sim/comm.h"
+#include "thd.h"
 
 namespace cplab {
 
 template <class T>
 struct RingConfig {
-  Partition part;
+  Partition part;                   // the layout over the ring's members (positions are global)
   bool causal = true;
   T scale = T(1);
   MergeKind merge = MergeKind::streaming;
+  const Packing* packing = nullptr;  // packed sequences: every tile is all local Q x the held KV
+                                     // block under token_mask (thd.h); null: unpacked sections
+};
+
+// Which simulated ranks form the ring (ring position i -> global rank ranks[i]; empty: 0..P-1), and
+// the trace step of the ring's first step (hierarchical CP runs several rings after an all-to-all).
+struct RingGroup {
+  std::vector<int> ranks;
+  int step0 = 0;
+  int global(int i) const { return ranks.empty() ? i : ranks[static_cast<size_t>(i)]; }
 };
 
 // per-rank local tensors (index = rank)
@@ -48,13 +59,14 @@ struct RingGrads {
   PerRank<T> dq, dk, dv;  // (n, h, d), (n, hk, d), (n, hk, dv) per rank
 };
 
+// q, k, v indexed by ring position
 template <class T>
 RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                            const PerRank<T>& v, SimComm& comm);
+                            const PerRank<T>& v, SimComm& comm, const RingGroup& group = {});
 
 template <class T>
 RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
                            const PerRank<T>& v, const RingForward<T>& fwd, const PerRank<T>& dout,
-                           SimComm& comm);
+                           SimComm& comm, const RingGroup& group = {});
 
 }  // namespace cplab
