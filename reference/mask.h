@@ -82,6 +82,30 @@ inline std::int64_t visible_pairs(const Mask& m, std::int64_t sq, std::int64_t s
   return pairs;
 }
 
+// The same mask in its simplest kind: a ranges mask that is "all keys" becomes none, one that is a
+// causal prefix with a constant offset becomes causal(offset). Traces then read "causal(4)", not
+// "ranges", wherever that is what a tile is.
+inline Mask simplify(const Mask& m, std::int64_t sq, std::int64_t sk) {
+  if (m.kind != Mask::Kind::ranges || sq == 0) return m;
+  bool all = true, prefix = true;
+  for (std::int64_t a = 0; a < sq; ++a) {
+    const KeyRange r = m.keys(a, sk);
+    all = all && r.lo == 0 && r.hi == sk;
+    prefix = prefix && r.lo == 0;
+  }
+  if (all) return Mask::none();
+  if (!prefix) return m;
+  for (std::int64_t a = 0; a < sq; ++a) {  // the first row that sees some but not all keys fixes offset
+    const std::int64_t hi = m.keys(a, sk).hi;
+    if (hi <= 0 || hi >= sk) continue;
+    const Mask c = Mask::causal(hi - 1 - a);
+    for (std::int64_t b = 0; b < sq; ++b)
+      if (c.keys(b, sk).hi != m.keys(b, sk).hi) return m;
+    return c;
+  }
+  return m;
+}
+
 inline std::string to_string(const Mask& m) {
   if (m.kind == Mask::Kind::none) return "none";
   if (m.kind == Mask::Kind::ranges) return "ranges";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -82,6 +83,37 @@ Tensor3<To> cast(const Tensor3<From>& x) {
 template <class To, class From>
 Rows<To> cast(const Rows<From>& x) {
   return x.template cast<To>();
+}
+
+// heads [h0, h0 + count) of x, as a new (n, count, d) tensor
+template <class T>
+Tensor3<T> slice_heads(const Tensor3<T>& x, index_t h0, index_t count) {
+  Tensor3<T> y(x.n, count, x.d);
+  for (index_t t = 0; t < x.n; ++t)
+    std::copy(x.token(t) + h0 * x.d, x.token(t) + (h0 + count) * x.d, y.token(t));
+  return y;
+}
+// write y (n, count, d) into heads [h0, h0 + count) of x (n, h, d)
+template <class T>
+void place_heads(Tensor3<T>& x, index_t h0, const Tensor3<T>& y) {
+  for (index_t t = 0; t < x.n; ++t) std::copy(y.token(t), y.token(t) + y.h * y.d, x.token(t) + h0 * x.d);
+}
+// each head repeated f times in place: (n, h, d) -> (n, h*f, d), head i -> heads [i*f, (i+1)*f)
+template <class T>
+Tensor3<T> repeat_heads(const Tensor3<T>& x, index_t f) {
+  Tensor3<T> y(x.n, x.h * f, x.d);
+  for (index_t t = 0; t < x.n; ++t)
+    for (index_t i = 0; i < x.h * f; ++i) std::copy(x.token(t) + (i / f) * x.d, x.token(t) + (i / f + 1) * x.d, y.token(t) + i * x.d);
+  return y;
+}
+// the adjoint of repeat_heads: (n, h*f, d) -> (n, h, d), summing each head's f copies
+template <class T>
+Tensor3<T> sum_repeated_heads(const Tensor3<T>& y, index_t f) {
+  Tensor3<T> x(y.n, y.h / f, y.d);
+  for (index_t t = 0; t < y.n; ++t)
+    for (index_t i = 0; i < y.h; ++i)
+      for (index_t e = 0; e < y.d; ++e) x.at(t, i / f, e) += y.at(t, i, e);
+  return x;
 }
 
 }  // namespace cplab

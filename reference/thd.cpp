@@ -15,6 +15,7 @@ Packing Packing::unpadded(std::vector<index_t> cu) {
 }
 
 Packing Packing::padded(std::vector<index_t> cu, index_t factor) {
+  require(factor >= 1, "padding factor " + std::to_string(factor) + " must be >= 1");
   Packing p{cu, {0}};
   for (size_t s = 0; s + 1 < cu.size(); ++s) {
     const index_t len = cu[s + 1] - cu[s];

@@ -143,3 +143,11 @@ TEST_CASE("dense: ranges masks (one visible run per row, some empty) match scala
       CHECK(visible_pairs(m, sq, sk) == count);
     }
 }
+
+TEST_CASE("mask: simplify turns ranges into the causal or none mask they equal") {
+  CHECK(to_string(simplify(Mask::ranges({0, 0, 0}, {4, 4, 4}), 3, 4)) == "none");
+  CHECK(to_string(simplify(Mask::ranges({0, 0, 0}, {3, 4, 4}), 3, 4)) == "causal(2)");  // bottom-right
+  CHECK(to_string(simplify(Mask::ranges({0, 0, 0}, {1, 2, 3}), 3, 3)) == "causal");
+  CHECK(to_string(simplify(Mask::ranges({0, 0, 0}, {1, 3, 3}), 3, 3)) == "ranges");
+  CHECK(to_string(simplify(Mask::ranges({1, 0}, {2, 2}), 2, 2)) == "ranges");
+}
