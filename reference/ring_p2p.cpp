@@ -6,17 +6,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include "flops.h"
 #include "ring_schedule.h"
 
 namespace cplab {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double us_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
 
 // TE's flat communication buffer: cat(a.flatten(), b.flatten(), ...)
 template <class T>
@@ -52,20 +46,8 @@ RingTile plan_tile(const RingConfig<T>& cfg, int P, int r, int j) {
 
 Event tile_event(Phase phase, int step, const RingGroup& g, int r, int j, const RingTile& t,
                  const Partition& part, index_t h, index_t d, index_t dv, double dur_us) {
-  Event e;
-  e.kind = EventKind::tile;
-  e.phase = phase;
-  e.step = g.step0 + step;
-  e.rank = g.global(r);
-  e.peer = g.global(j);
-  e.section = t.section;
-  e.mask = t.skipped ? "skipped" : to_string(t.mask);
-  e.rows = part.spans(r, t.q0, t.nq);
-  e.cols = part.spans(j, t.k0, t.nk);
-  e.pairs = t.skipped ? 0 : visible_pairs(t.mask, t.nq, t.nk);
-  e.flops = phase == Phase::fwd ? fwd_flops(e.pairs, h, d, dv) : bwd_flops(e.pairs, h, d, dv);
-  e.dur_us = dur_us;
-  return e;
+  return cp_tile_event(phase, g.step0 + step, g.global(r), g.global(j), t.section, t.mask, t.skipped,
+                       part.indices(r, t.q0, t.nq), part.indices(j, t.k0, t.nk), h, d, dv, dur_us);
 }
 
 template <class T>
@@ -105,7 +87,7 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_fwd_kv_block(P, r, i));
       const RingTile t = plan_tile(cfg, P, r, j);
-      const auto t0 = Clock::now();
+      const auto t0 = TileClock::now();
       if (!t.skipped) {
         Tensor3<T> o_i(t.nq, h, dv);
         Rows<T> lse_i(h, t.nq);
@@ -166,7 +148,7 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
       const RingTile t = plan_tile(cfg, P, r, j);
       dk_step.emplace_back(n, hk, d);
       dv_step.emplace_back(n, hk, dv);
-      const auto t0 = Clock::now();
+      const auto t0 = TileClock::now();
       if (!t.skipped)
         attention_backward<T>(q[r].view().rows(t.q0, t.nq), kcur[r].view().rows(t.k0, t.nk),
                               vcur[r].view().rows(t.k0, t.nk), dout[r].view().rows(t.q0, t.nq),

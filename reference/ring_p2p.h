@@ -18,10 +18,8 @@
 
 #include <vector>
 
-#include "layout.h"
-#include "merge.h"
+#include "cp_common.h"
 #include "sim/comm.h"
-#include "thd.h"
 
 namespace cplab {
 
@@ -43,9 +41,6 @@ struct RingGroup {
   int global(int i) const { return ranks.empty() ? i : ranks[static_cast<size_t>(i)]; }
 };
 
-// per-rank local tensors (index = rank)
-template <class T>
-using PerRank = std::vector<Tensor3<T>>;
 
 template <class T>
 struct RingForward {
@@ -55,9 +50,7 @@ struct RingForward {
 };
 
 template <class T>
-struct RingGrads {
-  PerRank<T> dq, dk, dv;  // (n, h, d), (n, hk, d), (n, hk, dv) per rank
-};
+using RingGrads = CpGrads<T>;
 
 // q, k, v indexed by ring position
 template <class T>

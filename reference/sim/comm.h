@@ -47,57 +47,65 @@ class SimComm {
     return out;
   }
 
-  // in[r]: rank r's block. Returns out[r] = concat(in[0], ..., in[P-1]) for every rank.
+  // Collectives over a group: members[i] is the global rank of group position i (empty: all ranks,
+  // position = rank); in/out are indexed by group position. Every pair exchanges directly.
+
+  // in[i]: position i's block. Returns out[i] = concat(in[0], ..., in[G-1]) for every position.
   template <class T>
-  std::vector<std::vector<T>> all_gather(const std::string& tensor, const std::vector<std::vector<T>>& in) {
-    for (int r = 0; r < cp_; ++r)
-      for (int d = 0; d < cp_; ++d)
-        if (d != r) send<T>(r, d, tensor, in[static_cast<size_t>(r)], "all_gather");
-    std::vector<std::vector<T>> out(static_cast<size_t>(cp_));
-    for (int r = 0; r < cp_; ++r)
-      for (int s = 0; s < cp_; ++s) {
-        const std::vector<T> blk = s == r ? in[static_cast<size_t>(r)] : recv<T>(r, s, tensor, "all_gather");
-        out[static_cast<size_t>(r)].insert(out[static_cast<size_t>(r)].end(), blk.begin(), blk.end());
+  std::vector<std::vector<T>> all_gather(const std::string& tensor, const std::vector<std::vector<T>>& in,
+                                         const std::vector<int>& members = {}) {
+    const int G = group_size(members);
+    for (int i = 0; i < G; ++i)
+      for (int j = 0; j < G; ++j)
+        if (j != i) send<T>(member(members, i), member(members, j), tensor, in[idx(i)], "all_gather");
+    std::vector<std::vector<T>> out(idx(G));
+    for (int i = 0; i < G; ++i)
+      for (int s = 0; s < G; ++s) {
+        const std::vector<T> blk = s == i ? in[idx(i)] : recv<T>(member(members, i), member(members, s), tensor, "all_gather");
+        out[idx(i)].insert(out[idx(i)].end(), blk.begin(), blk.end());
       }
     return out;
   }
 
-  // in[r][d]: the block rank r sends to rank d. Returns out[d] = concat over s of in[s][d].
+  // in[i][j]: the block position i sends to position j. Returns out[j] = concat over i of in[i][j].
   template <class T>
-  std::vector<std::vector<T>> all_to_all(const std::string& tensor,
-                                         const std::vector<std::vector<std::vector<T>>>& in) {
-    for (int r = 0; r < cp_; ++r)
-      for (int d = 0; d < cp_; ++d)
-        if (d != r) send<T>(r, d, tensor, in[static_cast<size_t>(r)][static_cast<size_t>(d)], "all_to_all");
-    std::vector<std::vector<T>> out(static_cast<size_t>(cp_));
-    for (int d = 0; d < cp_; ++d)
-      for (int s = 0; s < cp_; ++s) {
-        const std::vector<T> blk = s == d ? in[static_cast<size_t>(d)][static_cast<size_t>(d)]
-                                          : recv<T>(d, s, tensor, "all_to_all");
-        out[static_cast<size_t>(d)].insert(out[static_cast<size_t>(d)].end(), blk.begin(), blk.end());
+  std::vector<std::vector<T>> all_to_all(const std::string& tensor, const std::vector<std::vector<std::vector<T>>>& in,
+                                         const std::vector<int>& members = {}) {
+    const int G = group_size(members);
+    for (int i = 0; i < G; ++i)
+      for (int j = 0; j < G; ++j)
+        if (j != i) send<T>(member(members, i), member(members, j), tensor, in[idx(i)][idx(j)], "all_to_all");
+    std::vector<std::vector<T>> out(idx(G));
+    for (int j = 0; j < G; ++j)
+      for (int i = 0; i < G; ++i) {
+        const std::vector<T> blk =
+            i == j ? in[idx(j)][idx(j)] : recv<T>(member(members, j), member(members, i), tensor, "all_to_all");
+        out[idx(j)].insert(out[idx(j)].end(), blk.begin(), blk.end());
       }
     return out;
   }
 
-  // in[r]: P equal blocks of rank r's partial sums. Returns out[r] = sum over s of block r of in[s].
+  // in[i]: G equal blocks of position i's partial sums. Returns out[i] = sum over s of block i of in[s].
   template <class T>
-  std::vector<std::vector<T>> reduce_scatter(const std::string& tensor, const std::vector<std::vector<T>>& in) {
-    const size_t blk = in[0].size() / static_cast<size_t>(cp_);
-    for (int r = 0; r < cp_; ++r)
-      for (int d = 0; d < cp_; ++d)
-        if (d != r)
-          send<T>(r, d, tensor, std::span<const T>(in[static_cast<size_t>(r)]).subspan(static_cast<size_t>(d) * blk, blk),
-                  "reduce_scatter");
-    std::vector<std::vector<T>> out(static_cast<size_t>(cp_));
-    for (int r = 0; r < cp_; ++r) {
-      const auto own = std::span<const T>(in[static_cast<size_t>(r)]).subspan(static_cast<size_t>(r) * blk, blk);
+  std::vector<std::vector<T>> reduce_scatter(const std::string& tensor, const std::vector<std::vector<T>>& in,
+                                             const std::vector<int>& members = {}) {
+    const int G = group_size(members);
+    const size_t blk = in[0].size() / idx(G);
+    for (int i = 0; i < G; ++i)
+      for (int j = 0; j < G; ++j)
+        if (j != i)
+          send<T>(member(members, i), member(members, j), tensor,
+                  std::span<const T>(in[idx(i)]).subspan(idx(j) * blk, blk), "reduce_scatter");
+    std::vector<std::vector<T>> out(idx(G));
+    for (int i = 0; i < G; ++i) {
+      const auto own = std::span<const T>(in[idx(i)]).subspan(idx(i) * blk, blk);
       std::vector<T> acc(own.begin(), own.end());
-      for (int s = 0; s < cp_; ++s) {  // fixed summation order: own block, then sources 0..P-1
-        if (s == r) continue;
-        const std::vector<T> part = recv<T>(r, s, tensor, "reduce_scatter");
-        for (size_t i = 0; i < blk; ++i) acc[i] += part[i];
+      for (int s = 0; s < G; ++s) {  // fixed summation order: own block, then positions 0..G-1
+        if (s == i) continue;
+        const std::vector<T> part = recv<T>(member(members, i), member(members, s), tensor, "reduce_scatter");
+        for (size_t e = 0; e < blk; ++e) acc[e] += part[e];
       }
-      out[static_cast<size_t>(r)] = std::move(acc);
+      out[idx(i)] = std::move(acc);
     }
     return out;
   }
@@ -110,6 +118,13 @@ class SimComm {
   void post(int src, int dst, const std::string& tensor, const std::string& op, std::vector<std::byte> bytes);
   std::vector<std::byte> take(int dst, int src, const std::string& tensor, const std::string& op);
   void check_rank(int r, const char* what) const;
+  int group_size(const std::vector<int>& members) const {
+    return members.empty() ? cp_ : static_cast<int>(members.size());
+  }
+  static int member(const std::vector<int>& members, int i) {
+    return members.empty() ? i : members[static_cast<size_t>(i)];
+  }
+  static size_t idx(int i) { return static_cast<size_t>(i); }
   void record(EventKind kind, int rank, int peer, const std::string& tensor, const std::string& op,
               std::int64_t bytes);
 
