@@ -15,6 +15,7 @@
 #include "error.h"
 #include "experiment.h"
 #include "npy.h"
+#include "thd.h"
 
 namespace cplab::app {
 
@@ -22,7 +23,7 @@ namespace {
 
 struct RunOptions {
   RunSpec spec;
-  std::string layout = "zigzag", merge = "streaming";
+  std::string layout = "zigzag", merge = "streaming", hcp, cu;
   std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
   bool json = false;
   std::map<std::string, CLI::Option*> given;  // size options, to tell "given" from "default"
@@ -110,6 +111,18 @@ int run_action(RunOptions& o) {
   RunSpec& s = o.spec;
   s.layout = parse_layout(o.layout);
   s.merge = parse_merge(o.merge);
+  if (!o.hcp.empty()) {
+    const std::vector<index_t> v = parse_int_list(o.hcp, "--hcp");
+    require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + o.hcp + "' must be two sizes ICP,OCP, each >= 1");
+    s.icp = v[0], s.ocp = v[1];
+  }
+  if (!o.cu.empty()) {
+    s.cu_seqlens = parse_cu_seqlens(o.cu);
+    const index_t total = s.pad ? Packing::padded(s.cu_seqlens, layout_factor(s.layout, s.cp)).total() : s.cu_seqlens.back();
+    require(o.given.at("seq")->count() == 0 || s.seq == total,
+            "--seq " + std::to_string(s.seq) + " disagrees with --cu-seqlens (total " + std::to_string(total) + ")");
+    s.seq = total;
+  }
   require(o.do_path.empty() || s.backward, "--do needs --backward");
   const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
   require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
@@ -164,7 +177,17 @@ void setup_run(CLI::App& app, int& status) {
              "Prints the error of O and LSE (and dQ, dK, dV with --backward), FLOPs per rank and the\n"
              "max/min work ratio, bytes and messages sent per rank. Error = max|x - ref| / max|ref|.");
   RunSpec& s = o->spec;
-  sub->add_option("--mode", s.mode, "CP mode: p2p (ring). Planned: allgather, a2a, a2a+p2p")->capture_default_str();
+  sub->add_option("--mode", s.mode,
+                  "CP mode: p2p (ring), allgather (all-gather KV, Llama 3), a2a (Ulysses all-to-all),\n"
+                  "a2a+p2p (hierarchical: needs --hcp)")->capture_default_str();
+  sub->add_option("--hcp", o->hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
+                                   "outer rings of OCP ranks strided by ICP; ICP x OCP = cp");
+  sub->add_option("--cu-seqlens", o->cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
+                                         "(--seq is then their total)");
+  sub->add_flag("--pad", s.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
+                                "padding tokens get O = 0 and zero gradients");
+  sub->add_flag("--replicate-kv", s.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
+                                                  "by the all-to-all size (costs memory and bytes)");
   o->given["cp"] = sub->add_option("--cp", s.cp, "number of CP ranks (simulated in this process)")->capture_default_str();
   o->given["seq"] = sub->add_option("--seq", s.seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str();
   o->given["heads"] = sub->add_option("--heads", s.heads, "query heads")->capture_default_str();

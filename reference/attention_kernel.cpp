@@ -31,20 +31,25 @@ KeyRange block_keys(const Mask& m, index_t a0, index_t n, index_t sk) {
   return b;
 }
 
+// set the entries of S (rows a0.., columns kb.lo..) outside each row's visible run to `value`
+template <class T>
+void fill_masked(Mat<T>& S, const Mask& m, index_t a0, KeyRange kb, index_t sk, T value) {
+  if (m.kind == Mask::Kind::none) return;
+  for (index_t a = 0; a < S.rows(); ++a) {
+    KeyRange r = m.keys(a0 + a, sk);
+    if (r.lo >= r.hi) r = {kb.lo, kb.lo};  // nothing visible
+    if (r.lo > kb.lo) S.row(a).head(r.lo - kb.lo).setConstant(value);
+    if (r.hi < kb.hi) S.row(a).tail(kb.hi - r.hi).setConstant(value);
+  }
+}
+
 // S (n, kb.hi - kb.lo) = scale * Qblk K[kb]^T with entries outside each row's visible run set to -inf
 template <class T>
 Mat<T> masked_scores(const CHeadMap<T>& Qh, const CHeadMap<T>& Kh, const Mask& m, T scale,
                      index_t a0, index_t n, KeyRange kb, index_t sk) {
   const index_t w = kb.hi - kb.lo;
   Mat<T> S = scale * (Qh.middleRows(a0, n) * Kh.middleRows(kb.lo, w).transpose());
-  if (m.kind != Mask::Kind::none) {
-    for (index_t a = 0; a < n; ++a) {
-      KeyRange r = m.keys(a0 + a, sk);
-      if (r.lo >= r.hi) r = {kb.lo, kb.lo};  // nothing visible
-      if (r.lo > kb.lo) S.row(a).head(r.lo - kb.lo).setConstant(kNegInf<T>);
-      if (r.hi < kb.hi) S.row(a).tail(kb.hi - r.hi).setConstant(kNegInf<T>);
-    }
-  }
+  fill_masked<T>(S, m, a0, kb, sk, kNegInf<T>);
   return S;
 }
 
@@ -93,6 +98,9 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
           S.row(a) = (S.row(a).array() - m(a)).exp().matrix();
         }
       }
+      // Eigen's vectorised exp clamps its argument, so exp(-inf) comes out as ~1e-308, not 0:
+      // masked entries are set to exactly 0 (padding and masked keys contribute nothing at all)
+      fill_masked<T>(S, mask, a0, kb, sk, T(0));
       const Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
       Oh.middleRows(a0, n).noalias() = S * Vh.middleRows(kb.lo, kb.hi - kb.lo);
       for (index_t a = 0; a < n; ++a) {
@@ -149,6 +157,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
           if (L == kNegInf<T>) P.row(a).setZero();  // empty row: P = 0, never exp(-inf + inf)
           else P.row(a) = (P.row(a).array() - L).exp().matrix();
         }
+        fill_masked<T>(P, mask, a0, kb, sk, T(0));  // exactly 0, not Eigen's clamped exp(-inf)
         const auto dO_blk = dOh.middleRows(a0, n);
         dVh.middleRows(kb.lo, w).noalias() += P.transpose() * dO_blk;
         Mat<T> dS = dO_blk * Vh.middleRows(kb.lo, w).transpose();  // dP

@@ -9,9 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "allgather_kv.h"
 #include "error.h"
 #include "flops.h"
+#include "hierarchical_cp.h"
 #include "ring_p2p.h"
+#include "ulysses_a2a.h"
 
 namespace cplab {
 
@@ -43,38 +46,153 @@ Tensor3<T> rounded(const Tensor3<double>& x) {
 
 template <class T>
 void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
-  const Partition part(s.layout, s.seq, s.cp);
-  const RingConfig<T> cfg{part, s.causal, static_cast<T>(s.softmax_scale()), s.merge};
-  const PerRank<T> q = shard(part, rounded<T>(in.q)), k = shard(part, rounded<T>(in.k)),
-                   v = shard(part, rounded<T>(in.v));
+  const Packing pk = s.packing();
+  const Partition part(s.layout, pk.cu_seqlens_padded, s.cp);
+  const CpConfig<T> cfg{part, pk, s.causal, static_cast<T>(s.softmax_scale()), s.merge};
+  const index_t f = s.kv_replication();  // KV heads repeated for the all-to-all (1: none)
+  const PerRank<T> q = shard(part, rounded<T>(in.q));
+  const PerRank<T> k = shard(part, f > 1 ? repeat_heads(rounded<T>(in.k), f) : rounded<T>(in.k));
+  const PerRank<T> v = shard(part, f > 1 ? repeat_heads(rounded<T>(in.v), f) : rounded<T>(in.v));
   SimComm comm(static_cast<int>(s.cp), &rep.trace);
   const auto t0 = Clock::now();
-  const RingForward<T> f = ring_forward(cfg, q, k, v, comm);
-  RingGrads<T> g;
-  if (s.backward) g = ring_backward(cfg, q, k, v, f, shard(part, rounded<T>(in.dout)), comm);
+  CpOutput<T> out;
+  CpGrads<T> g;
+  if (s.mode == "p2p") {
+    const RingConfig<T> rc{part, s.causal, cfg.scale, s.merge, cfg.packed() ? &cfg.packing : nullptr};
+    RingForward<T> fw = ring_forward(rc, q, k, v, comm);
+    if (s.backward) g = ring_backward(rc, q, k, v, fw, shard(part, rounded<T>(in.dout)), comm);
+    out = CpOutput<T>{std::move(fw.o), std::move(fw.lse)};
+  } else if (s.mode == "allgather") {
+    out = allgather_forward(cfg, q, k, v, comm);
+    if (s.backward) g = allgather_backward(cfg, q, k, v, out, shard(part, rounded<T>(in.dout)), comm);
+  } else if (s.mode == "a2a") {
+    UlyssesForward<T> fw = ulysses_forward(cfg, q, k, v, comm);
+    if (s.backward) g = ulysses_backward(cfg, fw, shard(part, rounded<T>(in.dout)), comm);
+    out = std::move(fw.out);
+  } else {  // a2a+p2p
+    HcpForward<T> fw = hcp_forward(cfg, s.icp, s.ocp, q, k, v, comm);
+    if (s.backward) g = hcp_backward(cfg, s.icp, s.ocp, fw, shard(part, rounded<T>(in.dout)), comm);
+    out = std::move(fw.out);
+  }
   rep.seconds = secs(t0);
-  rep.o = cast<double>(unshard(part, f.o));
-  rep.lse = cast<double>(unshard_rows(part, f.lse));
+  rep.o = cast<double>(unshard(part, out.o));
+  rep.lse = cast<double>(unshard_rows(part, out.lse));
   if (s.backward) {
     rep.dq = cast<double>(unshard(part, g.dq));
-    rep.dk = cast<double>(unshard(part, g.dk));
-    rep.dv = cast<double>(unshard(part, g.dv));
+    Tensor3<T> dk = unshard(part, g.dk), dv = unshard(part, g.dv);
+    if (f > 1) dk = sum_repeated_heads(dk, f), dv = sum_repeated_heads(dv, f);  // replicas' gradients add up
+    rep.dk = cast<double>(dk);
+    rep.dv = cast<double>(dv);
   }
 }
 
+// The oracle: dense attention in double, one sequence at a time over its real tokens only (an
+// independent route from the packed token masks the modes use); padding rows get O = 0,
+// LSE = -inf and zero gradients.
+struct Oracle {
+  Tensor3<double> o, dq, dk, dv;
+  Rows<double> lse;
+  std::int64_t pairs = 0;
+};
+Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
+                    const Tensor3<double>& v, const Tensor3<double>& dout) {
+  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity()), 0};
+  if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
+  const Mask mask = s.causal ? Mask::causal() : Mask::none();
+  auto rows = [](const Tensor3<double>& x, index_t b, index_t n) {
+    Tensor3<double> y(n, x.h, x.d);
+    std::copy(x.token(b), x.token(b) + n * x.h * x.d, y.data.begin());
+    return y;
+  };
+  auto put = [](Tensor3<double>& x, index_t b, const Tensor3<double>& y) { std::copy(y.data.begin(), y.data.end(), x.token(b)); };
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) {
+    const index_t b = pk.cu_seqlens_padded[static_cast<size_t>(sq)], L = pk.length(sq);
+    const Tensor3<double> qs = rows(q, b, L), ks = rows(k, b, L), vs = rows(v, b, L);
+    const AttnOut<double> f = dense_forward(qs, ks, vs, mask, s.softmax_scale());
+    put(r.o, b, f.o);
+    r.lse.block(0, b, q.h, L) = f.lse;
+    r.pairs += visible_pairs(mask, L, L);
+    if (s.backward) {
+      const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.softmax_scale());
+      put(r.dq, b, g.dq);
+      put(r.dk, b, g.dk);
+      put(r.dv, b, g.dv);
+    }
+  }
+  return r;
+}
+
 }  // namespace
+
+Packing RunSpec::packing() const {
+  if (cu_seqlens.empty()) return Packing::single(seq);
+  return pad ? Packing::padded(cu_seqlens, layout_factor(layout, cp)) : Packing::unpadded(cu_seqlens);
+}
+
+index_t RunSpec::kv_replication() const {
+  const index_t group = mode == "a2a" ? cp : (mode == "a2a+p2p" ? icp : 1);
+  if (!replicate_kv || group <= 1 || kv_heads % group == 0) return 1;
+  return group / kv_heads;
+}
 
 const std::vector<std::string>& known_modes() {
   static const std::vector<std::string> m = {"p2p", "allgather", "a2a", "a2a+p2p"};
   return m;
 }
-bool mode_implemented(const std::string& mode) { return mode == "p2p"; }
+bool mode_implemented(const std::string& mode) {
+  const auto& km = known_modes();
+  return std::find(km.begin(), km.end(), mode) != km.end();
+}
+
+namespace {
+
+// the heads rule of an all-to-all over `group` ranks, with --replicate-kv as the only way around it
+void check_a2a_heads(const RunSpec& s, index_t group, const std::string& what) {
+  require(s.heads % group == 0, "heads " + num(s.heads) + " is not divisible by " + what + " = " + num(group) +
+                                    " (the all-to-all gives every rank heads/" + what + " heads)");
+  if (s.kv_heads % group == 0) return;
+  require(s.replicate_kv, "kv-heads " + num(s.kv_heads) + " is not divisible by " + what + " = " + num(group) +
+                              " (the all-to-all splits the KV heads over ranks); pass --replicate-kv to repeat "
+                              "each KV head " + what + "/kv-heads times (more memory and all-to-all bytes)");
+  require(group % s.kv_heads == 0, "--replicate-kv needs kv-heads " + num(s.kv_heads) + " to divide " + what +
+                                       " = " + num(group) + " (each KV head is repeated the same number of times)");
+}
+
+void validate_mode(const RunSpec& s) {
+  const bool hcp = s.mode == "a2a+p2p";
+  require(hcp || (s.icp == 0 && s.ocp == 0), "--hcp is only for --mode a2a+p2p");
+  require(s.mode == "a2a" || hcp || !s.replicate_kv, "--replicate-kv is only for --mode a2a and a2a+p2p");
+  if (s.mode == "a2a") check_a2a_heads(s, s.cp, "cp");
+  if (hcp) {
+    require(s.icp > 0 && s.ocp > 0, "a2a+p2p needs --hcp ICP,OCP (inner all-to-all size x outer ring size = cp); "
+                                    "cplab never falls back to another mode");
+    require(s.icp * s.ocp == s.cp, "--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " + num(s.icp * s.ocp) +
+                                       ", not cp = " + num(s.cp) + " (ICP x OCP must equal cp)");
+    require(s.layout == Layout::zigzag, "a2a+p2p needs --layout zigzag (the data is zigzag over all cp ranks; "
+                                        "the outer ring keeps zigzag over OCP)");
+    require(!s.packed(), "packed sequences (--cu-seqlens) are supported by p2p, allgather and a2a, not a2a+p2p");
+    check_a2a_heads(s, s.icp, "ICP");
+  }
+  if (s.packed()) {
+    (void)parse_cu_seqlens([&] {  // the same rules as on the command line
+      std::string t;
+      for (size_t i = 0; i < s.cu_seqlens.size(); ++i) t += (i ? "," : "") + num(s.cu_seqlens[i]);
+      return t;
+    }());
+    if (!s.pad) check_packed_lengths(s.cu_seqlens, s.layout, s.cp);
+    require(s.seq == s.packing().total(), "seq " + num(s.seq) + " disagrees with the packed total " +
+                                              num(s.packing().total()) + " of cu_seqlens" + (s.pad ? " after --pad" : ""));
+  } else {
+    require(!s.pad, "--pad needs --cu-seqlens (it pads each packed sequence)");
+  }
+}
+
+}  // namespace
 
 void validate(const RunSpec& s) {
   const auto& km = known_modes();
   require(std::find(km.begin(), km.end(), s.mode) != km.end(),
           "mode '" + s.mode + "' is not one of: p2p, allgather, a2a, a2a+p2p");
-  require(mode_implemented(s.mode), "mode '" + s.mode + "' is not implemented yet (implemented: p2p)");
   require(s.cp >= 1, "cp " + num(s.cp) + " must be >= 1");
   require(s.cp <= kMaxRanks, "cp " + num(s.cp) + " is more than the " + num(kMaxRanks) +
                                  " ranks the CPU reference simulates (a ring computes cp*cp tiles)");
@@ -87,7 +205,8 @@ void validate(const RunSpec& s) {
   require(s.v_head_dim >= 0, "v-head-dim " + num(s.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
   require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
   require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
-  (void)Partition(s.layout, s.seq, s.cp);  // the layout's divisibility rule
+  validate_mode(s);
+  (void)Partition(s.layout, s.packing().cu_seqlens_padded, s.cp);  // the layout's divisibility rule
   // the reference keeps about 16 (s, h, d)-sized double tensors alive (inputs, outputs, shards,
   // oracle, gradients) plus one row block of scores per thread
   const double elems = static_cast<double>(s.seq) * static_cast<double>(s.heads) *
@@ -140,7 +259,7 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   RunReport rep;
   rep.spec = s;
   rep.trace = Trace(static_cast<int>(s.cp));
-  rep.trace.meta() = {{"mode", s.mode}, {"layout", to_string(s.layout)}, {"causal", s.causal ? "true" : "false"},
+  rep.trace.meta() = {{"mode", s.mode}, {"hcp", num(s.icp) + "," + num(s.ocp)}, {"layout", to_string(s.layout)}, {"causal", s.causal ? "true" : "false"},
                       {"cp", num(s.cp)}, {"seq", num(s.seq)}, {"heads", num(s.heads)},
                       {"kv_heads", num(s.kv_heads)}, {"head_dim", num(s.head_dim)}, {"v_head_dim", num(s.dv())},
                       {"dtype", s.dtype}, {"merge", to_string(s.merge)}};
@@ -150,31 +269,35 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   // the oracle, in double, on the inputs rounded to the run's dtype
   const auto t0 = Clock::now();
   const bool f32 = s.dtype == "float";
-  const Tensor3<double> q = f32 ? cast<double>(cast<float>(in.q)) : in.q;
-  const Tensor3<double> k = f32 ? cast<double>(cast<float>(in.k)) : in.k;
-  const Tensor3<double> v = f32 ? cast<double>(cast<float>(in.v)) : in.v;
-  const Mask mask = s.causal ? Mask::causal() : Mask::none();
-  const AttnOut<double> ref = dense_forward(q, k, v, mask, s.softmax_scale());
+  auto as_run = [&](const Tensor3<double>& x) { return f32 ? cast<double>(cast<float>(x)) : x; };
+  const Packing pk = s.packing();
+  const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
+                                  s.backward ? as_run(in.dout) : Tensor3<double>());
   rep.err_o = rel_err(rep.o.data.data(), ref.o.data.data(), ref.o.data.size());
   rep.err_lse = rel_err(rep.lse.data(), ref.lse.data(), static_cast<size_t>(ref.lse.size()));
   if (s.backward) {
-    const Tensor3<double> dout = f32 ? cast<double>(cast<float>(in.dout)) : in.dout;
-    const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, s.softmax_scale());
-    rep.err_dq = rel_err(rep.dq.data.data(), g.dq.data.data(), g.dq.data.size());
-    rep.err_dk = rel_err(rep.dk.data.data(), g.dk.data.data(), g.dk.data.size());
-    rep.err_dv = rel_err(rep.dv.data.data(), g.dv.data.data(), g.dv.data.size());
+    rep.err_dq = rel_err(rep.dq.data.data(), ref.dq.data.data(), ref.dq.data.size());
+    rep.err_dk = rel_err(rep.dk.data.data(), ref.dk.data.data(), ref.dk.data.size());
+    rep.err_dv = rel_err(rep.dv.data.data(), ref.dv.data.data(), ref.dv.data.size());
   }
   rep.reference_seconds = secs(t0);
+  // padding tokens must come out exactly zero, in every output and gradient
+  for (index_t g = 0; g < pk.total(); ++g) {
+    if (pk.real(g)) continue;
+    for (const Tensor3<double>* x : {&rep.o, &rep.dq, &rep.dk, &rep.dv})
+      if (x->n > 0)
+        for (index_t e = 0; e < x->h * x->d; ++e) rep.padding_max_abs = std::max(rep.padding_max_abs, std::abs(x->token(g)[e]));
+  }
 
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   rep.flops_fwd = rep.trace.flops_per_rank(&fwd);
   rep.flops_bwd = rep.trace.flops_per_rank(&bwd);
   rep.flops = rep.trace.flops_per_rank();
   rep.bytes_sent = rep.trace.bytes_sent_per_rank();
+  rep.bytes_recv = rep.trace.bytes_recv_per_rank();
   rep.messages = rep.trace.messages_sent_per_rank();
-  const std::int64_t pairs = visible_pairs(mask, s.seq, s.seq);
-  rep.dense_flops = fwd_flops(pairs, s.heads, s.head_dim, s.dv()) +
-                    (s.backward ? bwd_flops(pairs, s.heads, s.head_dim, s.dv()) : 0);
+  rep.dense_flops = fwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) +
+                    (s.backward ? bwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) : 0);
   const auto [mn, mx] = std::minmax_element(rep.flops.begin(), rep.flops.end());
   rep.work_ratio = *mn > 0 ? static_cast<double>(*mx) / static_cast<double>(*mn)
                            : std::numeric_limits<double>::infinity();
@@ -196,7 +319,11 @@ nlohmann::json report_json(const RunReport& r) {
       {"flops_per_rank", r.flops}, {"flops_fwd_per_rank", r.flops_fwd}, {"flops_bwd_per_rank", r.flops_bwd},
       {"dense_flops", r.dense_flops},
       {"work_ratio", std::isfinite(r.work_ratio) ? json(r.work_ratio) : json(nullptr)},
-      {"bytes_sent_per_rank", r.bytes_sent}, {"messages_per_rank", r.messages}, {"messages", total_msgs},
+      {"bytes_sent_per_rank", r.bytes_sent}, {"bytes_recv_per_rank", r.bytes_recv},
+      {"messages_per_rank", r.messages}, {"messages", total_msgs},
+      {"cu_seqlens", s.cu_seqlens}, {"cu_seqlens_padded", s.packed() ? s.packing().cu_seqlens_padded : std::vector<index_t>{}},
+      {"padding_max_abs", r.padding_max_abs}, {"hcp", s.mode == "a2a+p2p" ? json{s.icp, s.ocp} : json(nullptr)},
+      {"kv_replication", s.kv_replication()},
       {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}};
 }
 

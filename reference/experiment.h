@@ -18,6 +18,7 @@
 #include "dense_attention.h"
 #include "layout.h"
 #include "merge.h"
+#include "thd.h"
 #include "trace.h"
 
 namespace cplab {
@@ -32,8 +33,17 @@ struct RunSpec {
   MergeKind merge = MergeKind::streaming;
   double scale = 0;  // 0: 1/sqrt(head_dim)
   bool allow_long = false;  // lift the CPU-work limit (kMaxCpuFlops)
+  std::vector<index_t> cu_seqlens;  // packed sequences (THD); empty: one sequence of `seq` tokens
+  bool pad = false;                 // pad every packed sequence to the layout's factor
+  index_t icp = 0, ocp = 0;         // a2a+p2p: inner all-to-all size x outer ring size (= cp)
+  bool replicate_kv = false;        // a2a, a2a+p2p: repeat KV heads when there are fewer than the a2a size
   index_t dv() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   double softmax_scale() const { return scale > 0 ? scale : default_scale(head_dim); }
+  bool packed() const { return !cu_seqlens.empty(); }
+  // the packing the run uses (Packing::single(seq) when unpacked); call after validate()
+  Packing packing() const;
+  // a2a / a2a+p2p with --replicate-kv: how many times each KV head is repeated (1: none)
+  index_t kv_replication() const;
 };
 
 // Limits of the CPU reference, so that a typo cannot turn into an hour-long (or memory-exhausting)
@@ -60,7 +70,8 @@ Inputs make_inputs(const RunSpec& s);
 struct RunReport {
   RunSpec spec;
   std::optional<double> err_o, err_lse, err_dq, err_dk, err_dv;  // max|x-ref| / max|ref|
-  std::vector<std::int64_t> flops_fwd, flops_bwd, flops, bytes_sent, messages;  // per rank
+  std::vector<std::int64_t> flops_fwd, flops_bwd, flops, bytes_sent, bytes_recv, messages;  // per rank
+  double padding_max_abs = 0;    // max |O|, |dQ|, |dK|, |dV| over padding tokens (must be exactly 0)
   std::int64_t dense_flops = 0;  // the same attention on one device (what the ranks' FLOPs must sum to)
   double work_ratio = 0;         // max / min FLOPs over ranks (inf if a rank has none)
   double seconds = 0;            // the CP run (forward + backward), wall time

@@ -38,8 +38,8 @@ std::vector<index_t> Packing::real_tokens() const {
   return out;
 }
 
-std::vector<index_t> parse_cu_seqlens(const std::string& text) {
-  std::vector<index_t> cu;
+std::vector<index_t> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<index_t> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -50,9 +50,14 @@ std::vector<index_t> parse_cu_seqlens(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    require(used == item.size() && !item.empty(), "cu_seqlens entry '" + item + "' is not an integer");
-    cu.push_back(v);
+    require(used == item.size() && !item.empty(), what + " entry '" + item + "' is not an integer");
+    out.push_back(v);
   }
+  return out;
+}
+
+std::vector<index_t> parse_cu_seqlens(const std::string& text) {
+  const std::vector<index_t> cu = parse_int_list(text, "cu_seqlens");
   require(cu.size() >= 2, "cu_seqlens '" + text + "' needs at least two entries (0 and the total)");
   require(cu[0] == 0, "cu_seqlens must start at 0, got " + std::to_string(cu[0]));
   for (size_t i = 1; i < cu.size(); ++i)

@@ -41,6 +41,8 @@ struct Packing {
   std::vector<index_t> real_tokens() const;  // packed positions of all real tokens, in order
 };
 
+// "4,2" -> {4, 2}; throws cplab::Error naming `what` on an entry that is not an integer
+std::vector<index_t> parse_int_list(const std::string& text, const std::string& what);
 // "0,12,36,42" -> {0, 12, 36, 42}; throws cplab::Error unless it starts at 0 and strictly increases
 std::vector<index_t> parse_cu_seqlens(const std::string& text);
 

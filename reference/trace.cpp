@@ -45,6 +45,13 @@ std::vector<std::int64_t> Trace::bytes_sent_per_rank(const Phase* phase) const {
   return v;
 }
 
+std::vector<std::int64_t> Trace::bytes_recv_per_rank(const Phase* phase) const {
+  std::vector<std::int64_t> v(static_cast<size_t>(cp_), 0);
+  for (const Event& e : events_)
+    if (e.kind == EventKind::recv && keep(e, phase)) v[static_cast<size_t>(e.rank)] += e.bytes;
+  return v;
+}
+
 std::vector<std::int64_t> Trace::messages_sent_per_rank(const Phase* phase) const {
   std::vector<std::int64_t> v(static_cast<size_t>(cp_), 0);
   for (const Event& e : events_)

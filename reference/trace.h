@@ -56,6 +56,7 @@ class Trace {
 
   // summaries over the events (phase filter: none = both)
   std::vector<std::int64_t> bytes_sent_per_rank(const Phase* phase = nullptr) const;
+  std::vector<std::int64_t> bytes_recv_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> messages_sent_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> flops_per_rank(const Phase* phase = nullptr) const;
 

@@ -72,6 +72,12 @@ TEST_CASE("dense: a fully masked row gives O = 0, LSE = -inf and no NaN anywhere
   for (double x : g.dv.data) CHECK(std::isfinite(x));
   for (index_t a = 0; a < 3; ++a)
     for (index_t e = 0; e < c.d; ++e) CHECK(g.dq.at(a, 0, e) == 0.0);
+  // keys 7..9 are visible to no query: their gradients are exactly 0 (not exp(-inf) ~ 1e-308)
+  for (index_t b = 7; b < 10; ++b)
+    for (index_t e = 0; e < c.d; ++e) {
+      CHECK(g.dk.at(b, 0, e) == 0.0);
+      CHECK(g.dv.at(b, 0, e) == 0.0);
+    }
   // and a float tile whose every row is masked (a whole skipped block)
   const auto qf = cast<float>(q), kf = cast<float>(k), vf = cast<float>(v);
   const AttnOut<float> ff = dense_forward(qf, kf, vf, Mask::causal(-20), 0.5f);

@@ -1,0 +1,31 @@
+// allgather_kv.h: all-gather KV context parallelism (Llama 3's "pass-KV all-gather"), on simulated ranks.
+//
+// What it is: the reference of TE's AttnFuncWithCPAndKVAllGather.
+//   forward   step 0: all-gather every rank's KV ("kv": P-1 messages of B_kv bytes per rank) and put
+//             it in sequence order with the layout (layout.h: the one definition). Step 1: each
+//             rank's queries attend to the gathered KV in one go, no merging: under zigzag one tile
+//             per local chunk ("first chunk" = chunk r sees keys [0, (r+1)c), "second chunk" =
+//             chunk 2P-1-r sees [0, (2P-r)c), both bottom-right causal), one tile otherwise. Every
+//             rank then sees (2P+1)c keys: balanced.
+//   backward  step 0: all-gather KV again (not kept: that is the memory the mode saves); step 1:
+//             the tiles' backward into full-length dK/dV buffers; step 2: reduce-scatter them
+//             ("dkv": P-1 messages of B_kv bytes per rank) so every rank gets its own rows.
+// Packed sequences use token masks (thd.h) per tile.
+// What it is not: overlapped (TE pipelines the two chunks on two streams; the reference is lockstep).
+#pragma once
+
+#include "cp_common.h"
+#include "sim/comm.h"
+
+namespace cplab {
+
+template <class T>
+CpOutput<T> allgather_forward(const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
+                              const PerRank<T>& v, SimComm& comm);
+
+template <class T>
+CpGrads<T> allgather_backward(const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
+                              const PerRank<T>& v, const CpOutput<T>& fwd, const PerRank<T>& dout,
+                              SimComm& comm);
+
+}  // namespace cplab

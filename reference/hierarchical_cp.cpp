@@ -1,0 +1,130 @@
+// hierarchical_cp.cpp: inner all-to-all, outer rings, inner all-to-all back (see hierarchical_cp.h).
+#include "hierarchical_cp.h"
+
+#include <stdexcept>
+
+namespace cplab {
+
+namespace {
+
+size_t at(index_t i) { return static_cast<size_t>(i); }
+
+// the outer ring's layout: zigzag over ocp ranks of the same sequence
+Partition outer_partition(const Partition& data, index_t ocp) { return Partition(Layout::zigzag, data.seq(), ocp); }
+
+}  // namespace
+
+A2aPlan hcp_inner_plan(const Partition& data, index_t icp, index_t ocp, index_t p) {
+  const Partition outer = outer_partition(data, ocp);
+  A2aPlan plan;
+  for (index_t a = 0; a < icp; ++a) {
+    plan.members.push_back(static_cast<int>(p * icp + a));
+    plan.from.push_back(data.indices(p * icp + a));
+    plan.to.push_back(outer.indices(p));  // every member of the group: the group's tokens, outer order
+  }
+  return plan;
+}
+
+std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a) {
+  std::vector<int> m;
+  for (index_t p = 0; p < ocp; ++p) m.push_back(static_cast<int>(p * icp + a));
+  return m;
+}
+
+template <class T>
+HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const PerRank<T>& q,
+                          const PerRank<T>& k, const PerRank<T>& v, SimComm& comm) {
+  if (icp * ocp != cfg.part.cp() || cfg.part.layout() != Layout::zigzag || cfg.packed())
+    throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked");
+  const index_t P = cfg.part.cp(), hg = q[0].h / icp;
+  HcpForward<T> f;
+  f.q.resize(at(P));
+  f.k.resize(at(P));
+  f.v.resize(at(P));
+  comm.set_step(Phase::fwd, 0);
+  for (const char* name : {"q", "k", "v"}) {
+    const PerRank<T>& src = name[0] == 'q' ? q : (name[0] == 'k' ? k : v);
+    PerRank<T>& dst = name[0] == 'q' ? f.q : (name[0] == 'k' ? f.k : f.v);
+    for (index_t p = 0; p < ocp; ++p) {
+      PerRank<T> group;
+      for (index_t a = 0; a < icp; ++a) group.push_back(src[at(p * icp + a)]);
+      PerRank<T> got = a2a_before(hcp_inner_plan(cfg.part, icp, ocp, p), group, name, comm);
+      for (index_t a = 0; a < icp; ++a) dst[at(p * icp + a)] = std::move(got[at(a)]);
+    }
+  }
+  const RingConfig<T> rc{outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
+  for (index_t a = 0; a < icp; ++a) {
+    const std::vector<int> members = hcp_ring_members(icp, ocp, a);
+    PerRank<T> rq, rk, rv;
+    for (int g : members) rq.push_back(f.q[at(g)]), rk.push_back(f.k[at(g)]), rv.push_back(f.v[at(g)]);
+    f.rings.push_back(ring_forward(rc, rq, rk, rv, comm, RingGroup{members, 1}));
+  }
+  comm.set_step(Phase::fwd, static_cast<int>(ocp) + 1);
+  f.out.o.resize(at(P));
+  for (index_t p = 0; p < ocp; ++p) {
+    PerRank<T> group;
+    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].o[at(p)]);
+    PerRank<T> back = a2a_after(hcp_inner_plan(cfg.part, icp, ocp, p), group, "o", comm);
+    for (index_t a = 0; a < icp; ++a) f.out.o[at(p * icp + a)] = std::move(back[at(a)]);
+  }
+  // LSE stays head-sharded in the rings; for the report it is read in place (not a message)
+  const Partition outer = outer_partition(cfg.part, ocp);
+  for (index_t g = 0; g < P; ++g) {
+    Rows<T> l(q[0].h, cfg.part.local_len());
+    for (index_t t = 0; t < cfg.part.local_len(); ++t) {
+      const RankLocal o = outer.owner(cfg.part.global(g, t));
+      for (index_t a = 0; a < icp; ++a) l.block(a * hg, t, hg, 1) = f.rings[at(a)].lse[at(o.rank)].col(o.local);
+    }
+    f.out.lse.push_back(std::move(l));
+  }
+  return f;
+}
+
+template <class T>
+CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const HcpForward<T>& f,
+                        const PerRank<T>& dout, SimComm& comm) {
+  const index_t P = cfg.part.cp();
+  PerRank<T> dO(at(P));
+  comm.set_step(Phase::bwd, 0);
+  for (index_t p = 0; p < ocp; ++p) {
+    PerRank<T> group;
+    for (index_t a = 0; a < icp; ++a) group.push_back(dout[at(p * icp + a)]);
+    PerRank<T> got = a2a_before(hcp_inner_plan(cfg.part, icp, ocp, p), group, "do", comm);
+    for (index_t a = 0; a < icp; ++a) dO[at(p * icp + a)] = std::move(got[at(a)]);
+  }
+  const RingConfig<T> rc{outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
+  std::vector<RingGrads<T>> rg;
+  for (index_t a = 0; a < icp; ++a) {
+    const std::vector<int> members = hcp_ring_members(icp, ocp, a);
+    PerRank<T> rq, rk, rv, rdo;
+    for (int g : members)
+      rq.push_back(f.q[at(g)]), rk.push_back(f.k[at(g)]), rv.push_back(f.v[at(g)]), rdo.push_back(dO[at(g)]);
+    rg.push_back(ring_backward(rc, rq, rk, rv, f.rings[at(a)], rdo, comm, RingGroup{members, 1}));
+  }
+  comm.set_step(Phase::bwd, static_cast<int>(ocp) + 1);
+  CpGrads<T> grads{PerRank<T>(at(P)), PerRank<T>(at(P)), PerRank<T>(at(P))};
+  for (index_t p = 0; p < ocp; ++p) {
+    const A2aPlan plan = hcp_inner_plan(cfg.part, icp, ocp, p);
+    PerRank<T> gq, gk, gv;
+    for (index_t a = 0; a < icp; ++a) gq.push_back(rg[at(a)].dq[at(p)]), gk.push_back(rg[at(a)].dk[at(p)]), gv.push_back(rg[at(a)].dv[at(p)]);
+    PerRank<T> bq = a2a_after(plan, gq, "dq", comm), bk = a2a_after(plan, gk, "dk", comm), bv = a2a_after(plan, gv, "dv", comm);
+    for (index_t a = 0; a < icp; ++a) {
+      grads.dq[at(p * icp + a)] = std::move(bq[at(a)]);
+      grads.dk[at(p * icp + a)] = std::move(bk[at(a)]);
+      grads.dv[at(p * icp + a)] = std::move(bv[at(a)]);
+    }
+  }
+  if (comm.pending() != 0) throw std::logic_error("hierarchical backward left undelivered messages");
+  return grads;
+}
+
+#define CPLAB_INSTANTIATE(T)                                                                                    \
+  template HcpForward<T> hcp_forward<T>(const CpConfig<T>&, index_t, index_t, const PerRank<T>&,                \
+                                        const PerRank<T>&, const PerRank<T>&, SimComm&);                        \
+  template CpGrads<T> hcp_backward<T>(const CpConfig<T>&, index_t, index_t, const HcpForward<T>&,               \
+                                      const PerRank<T>&, SimComm&);
+CPLAB_INSTANTIATE(float)
+CPLAB_INSTANTIATE(double)
+#undef CPLAB_INSTANTIATE
+
+}  // namespace cplab
