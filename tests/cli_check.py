@@ -46,7 +46,21 @@ expect_error(small + ["--cp", "0", "--seq", "64"], "cp 0 must be >= 1")
 expect_error(small + ["--cp", "-2", "--seq", "64"], "cp -2 must be >= 1")
 expect_error(["run", "--head-dim", "0", "--seq", "64"], "head-dim 0 must be >= 1")
 expect_error(small + ["--seq", "64", "--layout", "diagonal"], "layout 'diagonal' is not one of")
-expect_error(small + ["--seq", "64", "--mode", "a2a"], "mode 'a2a' is not implemented yet")
+expect_error(small + ["--seq", "64", "--mode", "a2a", "--cp", "4"], "heads 2 is not divisible by cp = 4")
+expect_error(["run", "--heads", "8", "--kv-heads", "2", "--seq", "64", "--mode", "a2a", "--cp", "4"],
+             "kv-heads 2 is not divisible by cp = 4 (the all-to-all splits the KV heads over ranks); pass --replicate-kv")
+expect_error(["run", "--heads", "8", "--kv-heads", "8", "--seq", "64", "--mode", "a2a+p2p", "--cp", "8", "--hcp", "3,2"],
+             "--hcp 3,2 multiplies to 6, not cp = 8 (ICP x OCP must equal cp)")
+expect_error(["run", "--heads", "8", "--kv-heads", "8", "--seq", "64", "--mode", "a2a+p2p", "--cp", "8"],
+             "a2a+p2p needs --hcp ICP,OCP")
+expect_error(["run", "--seq", "64", "--mode", "p2p", "--hcp", "2,2"], "--hcp is only for --mode a2a+p2p")
+expect_error(["run", "--mode", "p2p", "--cp", "3", "--cu-seqlens", "0,10,34,39"],
+             "sequence 0 has length 10, not a multiple of 2*cp = 6 (zigzag splits every sequence into 2*cp equal chunks); pass --pad")
+expect_error(["run", "--mode", "p2p", "--cp", "3", "--cu-seqlens", "0,10,10"], "cu_seqlens must strictly increase")
+expect_error(["run", "--mode", "p2p", "--cp", "3", "--seq", "48", "--cu-seqlens", "0,12,36,42"], "--seq 48 disagrees with --cu-seqlens")
+expect_error(["run", "--mode", "a2a+p2p", "--cp", "4", "--hcp", "2,2", "--heads", "4", "--kv-heads", "4",
+              "--cu-seqlens", "0,16,32"], "not a2a+p2p")
+expect_error(["run", "--seq", "64", "--pad"], "--pad needs --cu-seqlens")
 expect_error(small + ["--seq", "64", "--mode", "ring"], "mode 'ring' is not one of")
 expect_error(small + ["--seq", "64", "--dtype", "half"], "dtype 'half' is not one of")
 expect_error(small + ["--seq", "64", "--merge", "online"], "merge 'online' is not one of")

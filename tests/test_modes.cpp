@@ -1,0 +1,158 @@
+// test_modes.cpp: every CP mode x layout x mask x cp x MHA/GQA x packed/unpacked, forward and
+// backward, against the dense oracle in double (<= 1e-10); padding exactly zero; FLOPs complete;
+// messages and bytes per rank, per phase, equal the closed forms of the README's table.
+#include <doctest/doctest.h>
+
+#include "error.h"
+#include "experiment.h"
+
+using namespace cplab;
+
+namespace {
+
+struct Shape {
+  index_t h, hk;
+};
+
+RunSpec base(const std::string& mode, Layout L, bool causal, index_t P, Shape sh, bool packed) {
+  RunSpec s;
+  s.mode = mode;
+  s.layout = L;
+  s.causal = causal;
+  s.cp = P;
+  s.heads = sh.h;
+  s.kv_heads = sh.hk;
+  s.head_dim = 8;
+  s.v_head_dim = 6;
+  s.backward = true;
+  s.seed = static_cast<std::uint64_t>(P * 1000 + sh.h * 10 + sh.hk + (causal ? 7 : 0));
+  if (packed) {
+    s.cu_seqlens = {0, 7, 20, 21, 40};  // lengths 7, 13, 1, 19: padded to the layout's factor
+    s.pad = true;
+    s.seq = s.packing().total();
+  } else {
+    s.seq = 2 * P * 5;
+  }
+  return s;
+}
+
+// bytes per rank = bytes of `elems_per_rank` elements (8-byte doubles)
+std::int64_t B(std::int64_t elems) { return elems * 8; }
+
+// The closed forms (README, "Communication per rank"), per phase: {messages, bytes}
+struct Comm {
+  std::int64_t fwd_msgs, fwd_bytes, bwd_msgs, bwd_bytes;
+};
+Comm closed_form(const RunSpec& s) {
+  const std::int64_t P = s.cp, n = s.seq / P, h = s.heads, hk = s.kv_heads * s.kv_replication(), d = s.head_dim,
+                     dv = s.dv();
+  const std::int64_t kv = n * hk * (d + dv);  // one rank's K and V
+  if (s.mode == "p2p") return {P - 1, B((P - 1) * kv), P > 1 ? P : 0, B(2 * (P - 1) * kv)};
+  if (s.mode == "allgather") return {P - 1, B((P - 1) * kv), 2 * (P - 1), B(2 * (P - 1) * kv)};
+  // an all-to-all over G ranks sends (G-1)/G of each rank's tensor: (G-1) * n * (heads/G) * dim
+  auto a2a = [&](std::int64_t G, std::int64_t heads, std::int64_t dim) { return (G - 1) * n * (heads / G) * dim; };
+  if (s.mode == "a2a") {
+    const std::int64_t f = a2a(P, h, d) + a2a(P, hk, d) + a2a(P, hk, dv) + a2a(P, h, dv);  // q k v | o
+    const std::int64_t b = a2a(P, h, dv) + a2a(P, h, d) + a2a(P, hk, d) + a2a(P, hk, dv);  // do | dq dk dv
+    return {4 * (P - 1), B(f), 4 * (P - 1), B(b)};
+  }
+  const std::int64_t I = s.icp, O = s.ocp;  // a2a+p2p: inner a2a over I ranks, rings of O ranks
+  const std::int64_t inner = a2a(I, h, d) + a2a(I, hk, d) + a2a(I, hk, dv) + a2a(I, h, dv);
+  return {4 * (I - 1) + (O - 1), B(inner + (O - 1) * kv), 4 * (I - 1) + (O > 1 ? O : 0), B(inner + 2 * (O - 1) * kv)};
+}
+
+void check_run(const RunSpec& s) {
+  CAPTURE(s.mode);
+  CAPTURE(to_string(s.layout));
+  CAPTURE(s.causal);
+  CAPTURE(s.cp);
+  CAPTURE(s.icp);
+  CAPTURE(s.heads);
+  CAPTURE(s.kv_heads);
+  CAPTURE(s.packed());
+  const RunReport r = run_experiment(s, make_inputs(s));
+  CHECK(*r.err_o <= 1e-10);
+  CHECK(*r.err_lse <= 1e-10);
+  CHECK(*r.err_dq <= 1e-10);
+  CHECK(*r.err_dk <= 1e-10);
+  CHECK(*r.err_dv <= 1e-10);
+  CHECK(r.padding_max_abs == 0.0);
+  std::int64_t sum = 0;
+  for (auto f : r.flops) sum += f;
+  CHECK(sum == r.dense_flops);
+  const Comm c = closed_form(s);
+  const Phase fw = Phase::fwd, bw = Phase::bwd;
+  for (index_t k = 0; k < s.cp; ++k) {
+    CHECK(r.trace.messages_sent_per_rank(&fw)[static_cast<size_t>(k)] == c.fwd_msgs);
+    CHECK(r.trace.messages_sent_per_rank(&bw)[static_cast<size_t>(k)] == c.bwd_msgs);
+    CHECK(r.trace.bytes_sent_per_rank(&fw)[static_cast<size_t>(k)] == c.fwd_bytes);
+    CHECK(r.trace.bytes_sent_per_rank(&bw)[static_cast<size_t>(k)] == c.bwd_bytes);
+    CHECK(r.bytes_recv[static_cast<size_t>(k)] == r.bytes_sent[static_cast<size_t>(k)]);  // symmetric modes
+  }
+}
+
+const Layout kLayouts[] = {Layout::contiguous, Layout::zigzag, Layout::striped};
+
+}  // namespace
+
+TEST_CASE("modes: p2p over packed sequences (padded) for every layout, mask, cp, MHA/GQA") {
+  for (Layout L : kLayouts)
+    for (bool causal : {false, true})
+      for (index_t P : {1, 2, 3, 4, 8})
+        for (Shape sh : {Shape{4, 4}, Shape{4, 2}}) check_run(base("p2p", L, causal, P, sh, true));
+}
+
+TEST_CASE("modes: all-gather KV, packed and unpacked, every layout, mask, cp, MHA/GQA") {
+  for (Layout L : kLayouts)
+    for (bool causal : {false, true})
+      for (index_t P : {1, 2, 3, 4, 8})
+        for (Shape sh : {Shape{4, 4}, Shape{4, 2}})
+          for (bool packed : {false, true}) check_run(base("allgather", L, causal, P, sh, packed));
+}
+
+TEST_CASE("modes: Ulysses a2a, packed and unpacked, every layout, mask, cp (odd too), MHA/GQA, KV replication") {
+  for (Layout L : kLayouts)
+    for (bool causal : {false, true})
+      for (index_t P : {1, 2, 3, 4, 8})
+        for (Shape sh : {Shape{2 * P, 2 * P}, Shape{2 * P, P}})
+          for (bool packed : {false, true}) check_run(base("a2a", L, causal, P, sh, packed));
+  RunSpec s = base("a2a", Layout::zigzag, true, 4, Shape{8, 2}, false);  // 2 KV heads, cp 4: replicate x2
+  s.replicate_kv = true;
+  CHECK(s.kv_replication() == 2);
+  check_run(s);
+}
+
+TEST_CASE("modes: hierarchical a2a+p2p for every factorisation of cp, mask, MHA/GQA") {
+  const std::pair<index_t, index_t> hcps[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {1, 4}, {3, 2}, {2, 3}, {4, 2}, {2, 4}};
+  for (auto [icp, ocp] : hcps)
+    for (bool causal : {false, true})
+      for (Shape sh : {Shape{2 * icp, 2 * icp}, Shape{2 * icp, icp}}) {
+        RunSpec s = base("a2a+p2p", Layout::zigzag, causal, icp * ocp, sh, false);
+        s.icp = icp;
+        s.ocp = ocp;
+        check_run(s);
+      }
+  RunSpec s = base("a2a+p2p", Layout::zigzag, true, 8, Shape{8, 2}, false);  // icp 4 > 2 KV heads
+  s.icp = 4;
+  s.ocp = 2;
+  s.replicate_kv = true;
+  check_run(s);
+}
+
+TEST_CASE("modes: the mode rules are refused with their messages") {
+  RunSpec s = base("a2a", Layout::zigzag, true, 4, Shape{6, 6}, false);
+  CHECK_THROWS_WITH_AS(validate(s), "heads 6 is not divisible by cp = 4 (the all-to-all gives every rank heads/cp heads)", Error);
+  s = base("a2a+p2p", Layout::zigzag, true, 8, Shape{8, 8}, false);
+  s.icp = 3;
+  s.ocp = 2;
+  CHECK_THROWS_WITH_AS(validate(s), "--hcp 3,2 multiplies to 6, not cp = 8 (ICP x OCP must equal cp)", Error);
+  s.icp = s.ocp = 0;
+  CHECK_THROWS_AS(validate(s), Error);
+  s = base("a2a+p2p", Layout::striped, true, 4, Shape{4, 4}, false);
+  s.icp = s.ocp = 2;
+  CHECK_THROWS_WITH_AS(validate(s), "a2a+p2p needs --layout zigzag (the data is zigzag over all cp ranks; the outer ring keeps zigzag over OCP)", Error);
+  s = base("p2p", Layout::zigzag, true, 3, Shape{4, 4}, true);
+  s.pad = false;
+  s.seq = 40;
+  CHECK_THROWS_WITH_AS(validate(s), "sequence 0 has length 7, not a multiple of 2*cp = 6 (zigzag splits every sequence into 2*cp equal chunks); pass --pad to pad each sequence to a multiple of 6", Error);
+}
