@@ -29,11 +29,22 @@ int demo_action(DemoOptions& o) {
     std::string mode;
     Layout layout;
     bool causal;
+    index_t icp = 0, ocp = 0;
+    std::vector<index_t> cu = {};  // packed sequences (padded to the layout's factor)
   };
+  const index_t P = o.base.cp;
+  const index_t icp = P % 2 == 0 ? 2 : 1;  // the demo's hierarchical split: pairs of ranks
+  const std::vector<index_t> cu = {0, o.base.seq * 3 / 8 + 1, o.base.seq * 5 / 8 + 3, o.base.seq - 5};
   const std::vector<Row> rows = {{"p2p", Layout::zigzag, true},
                                  {"p2p", Layout::striped, true},
                                  {"p2p", Layout::contiguous, true},
-                                 {"p2p", Layout::zigzag, false}};
+                                 {"p2p", Layout::zigzag, false},
+                                 {"p2p", Layout::zigzag, true, 0, 0, cu},
+                                 {"allgather", Layout::zigzag, true},
+                                 {"allgather", Layout::zigzag, true, 0, 0, cu},
+                                 {"a2a", Layout::zigzag, true},
+                                 {"a2a", Layout::zigzag, true, 0, 0, cu},
+                                 {"a2a+p2p", Layout::zigzag, true, icp, P / icp}};
   const double tol = o.base.dtype == "double" ? 1e-10 : 1e-4;
   nlohmann::json out = nlohmann::json::array();
   if (!o.json) {
@@ -42,8 +53,8 @@ int demo_action(DemoOptions& o) {
                 static_cast<long long>(o.base.cp), static_cast<long long>(o.base.seq),
                 static_cast<long long>(o.base.heads), static_cast<long long>(o.base.kv_heads),
                 static_cast<long long>(o.base.head_dim), o.base.dtype.c_str(), tol);
-    std::printf("%-6s %-11s %-7s %10s %11s %16s %14s %9s  %s\n", "mode", "layout", "mask", "max error",
-                "work ratio", "bytes sent/rank", "messages/rank", "time (s)", "check");
+    std::printf("%-12s %-11s %-7s %-10s %10s %11s %16s %14s %9s  %s\n", "mode", "layout", "mask", "sequences",
+                "max error", "work ratio", "bytes sent/rank", "messages/rank", "time (s)", "check");
   }
   int failures = 0;
   for (const Row& row : rows) {
@@ -52,9 +63,13 @@ int demo_action(DemoOptions& o) {
     s.layout = row.layout;
     s.causal = row.causal;
     s.backward = true;
-    if (!mode_implemented(s.mode)) continue;
+    s.icp = row.icp;
+    s.ocp = row.ocp;
+    s.cu_seqlens = row.cu;
+    s.pad = !row.cu.empty();
+    if (s.pad) s.seq = s.packing().total();
     const RunReport r = run_experiment(s, make_inputs(s));
-    const bool ok = r.max_error() <= tol;
+    const bool ok = r.max_error() <= tol && r.padding_max_abs == 0.0;
     failures += ok ? 0 : 1;
     // busiest rank (equal on all ranks for the ring)
     const std::int64_t bytes = *std::max_element(r.bytes_sent.begin(), r.bytes_sent.end());
@@ -66,16 +81,26 @@ int demo_action(DemoOptions& o) {
     } else {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, std::isfinite(r.work_ratio) ? "%.2f" : "inf", r.work_ratio);
-      std::printf("%-6s %-11s %-7s %10.1e %11s %16lld %14lld %9.3f  %s\n", s.mode.c_str(), to_string(s.layout).c_str(),
-                  s.causal ? "causal" : "none", r.max_error(), ratio, static_cast<long long>(bytes),
+      const std::string mode = s.mode + (s.icp > 0 ? " " + std::to_string(s.icp) + "x" + std::to_string(s.ocp) : "");
+      const std::string seqs = s.packed() ? std::to_string(s.cu_seqlens.size() - 1) + " packed" : "1";
+      std::printf("%-12s %-11s %-7s %-10s %10.1e %11s %16lld %14lld %9.3f  %s\n", mode.c_str(), to_string(s.layout).c_str(),
+                  s.causal ? "causal" : "none", seqs.c_str(), r.max_error(), ratio, static_cast<long long>(bytes),
                   static_cast<long long>(msgs), r.seconds,
                   ok ? "ok" : "FAILED");
     }
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
-  else
-    std::printf("\nwork ratio = max/min FLOPs over ranks: zigzag and striped balance the causal mask, contiguous does not.\n"
-                "Try: cplab run --mode p2p --cp 8 --seq 8192 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout contiguous --backward\n");
+  if (o.json) {
+    std::cout << out.dump(2) << "\n";
+    return failures == 0 ? 0 : 1;
+  }
+  std::string cus;
+  for (size_t i = 0; i < cu.size(); ++i) cus += (i ? "," : "") + std::to_string(cu[i]);
+  std::printf("\nwork ratio = max/min FLOPs over ranks: zigzag and striped balance the causal mask, contiguous does not.\n"
+              "packed rows: cu_seqlens %s, each sequence padded to the layout's factor; padding outputs must be exactly 0.\n"
+              "a2a+p2p %lldx%lld: all-to-all inside groups of %lld adjacent ranks, rings across the groups.\n"
+              "Try: cplab run --mode p2p --cp 8 --seq 8192 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout contiguous --backward\n"
+              "     cplab layout --cp 3 --cu-seqlens 0,12,36,42\n",
+              cus.c_str(), static_cast<long long>(icp), static_cast<long long>(P / icp), static_cast<long long>(icp));
   return failures == 0 ? 0 : 1;
 }
 
@@ -85,8 +110,8 @@ void setup_demo(CLI::App& app, int& status) {
   auto o = std::make_shared<DemoOptions>();
   o->base.cp = 4;
   o->base.seq = 256;
-  o->base.heads = 4;
-  o->base.kv_heads = 2;
+  o->base.heads = 8;
+  o->base.kv_heads = 4;
   o->base.head_dim = 32;
   CLI::App* sub = app.add_subcommand(
       "demo", "Run every implemented CP mode at a small configuration and print one row per mode\n"

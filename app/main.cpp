@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   int status = 0;
   cplab::app::setup_run(app, status);
   cplab::app::setup_demo(app, status);
+  cplab::app::setup_layout(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -37,6 +37,23 @@ A2aPlan sequence_plan(const Partition& part) {
   return p;
 }
 
+std::vector<index_t> chunk_ids_before_attn(index_t P) {
+  const Partition chunks(Layout::zigzag, 2 * P, P);  // one token per chunk
+  std::vector<index_t> ids;
+  for (index_t p = 0; p < 2 * P; ++p) {
+    const RankLocal o = chunks.owner(p);
+    ids.push_back(rank_concat_index(2 * P, P, o.rank, o.local));
+  }
+  return ids;
+}
+
+std::vector<index_t> chunk_ids_after_attn(index_t P) {
+  const Partition chunks(Layout::zigzag, 2 * P, P);
+  std::vector<index_t> ids;
+  for (index_t i = 0; i < 2 * P; ++i) ids.push_back(chunks.global(i / 2, i % 2));
+  return ids;
+}
+
 template <class T>
 PerRank<T> a2a_before(const A2aPlan& plan, const PerRank<T>& x, const std::string& name, SimComm& comm) {
   const size_t G = plan.members.size();

@@ -53,4 +53,11 @@ CpGrads<T> ulysses_backward(const CpConfig<T>& cfg, const UlyssesForward<T>& fwd
 // the a2a plan of --mode a2a: every rank ends up with the whole sequence in order
 A2aPlan sequence_plan(const Partition& part);
 
+// TE's chunk-id tables for zigzag, derived from the layout (not typed in): after an all-to-all the
+// 2P chunks arrive in rank-concatenated order [0, 2P-1, 1, 2P-2, ...].
+//   before[p] = where sequence chunk p sits in that order    (index_select(x, before): -> sequence order)
+//   after[i]  = the sequence chunk at rank-concatenated slot i (index_select(x, after): -> zigzag order)
+std::vector<index_t> chunk_ids_before_attn(index_t P);
+std::vector<index_t> chunk_ids_after_attn(index_t P);
+
 }  // namespace cplab

@@ -181,13 +181,27 @@ for suffix, dtype, tol in [("", np.float64, 1e-12), ("32", np.float32, 2e-5)]:
         if not err <= tol:
             failures.append(f"{name}.npy ({dtype.__name__}) differs from NumPy's attention: {err:.3e} > {tol}")
 
-# ---- 4. help and demo ---------------------------------------------------------------------------
-for args, needle in [(["--help"], "run"), (["run", "--help"], "--layout"), (["demo", "--help"], "--cp")]:
+# ---- 4. layout: the seed's THD example ------------------------------------------------------------
+p = run("layout", "--cp", "3", "--cu-seqlens", "0,12,36,42", "--json")
+seed = [[0, 1, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 41],
+        [2, 3, 8, 9, 16, 17, 18, 19, 28, 29, 30, 31, 37, 40],
+        [4, 5, 6, 7, 20, 21, 22, 23, 24, 25, 26, 27, 38, 39]]
+if p.returncode != 0 or [r["indices"] for r in json.loads(p.stdout)["ranks"]] != seed:
+    failures.append(f"cplab layout does not print the seed's lists: {p.stdout}{p.stderr}")
+positions = [[0, 1, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 0, 5], [2, 3, 8, 9, 4, 5, 6, 7, 16, 17, 18, 19, 1, 4],
+             [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 2, 3]]
+if p.returncode == 0 and [r["positions"] for r in json.loads(p.stdout)["ranks"]] != positions:
+    failures.append("cplab layout: RoPE positions differ from TE's")
+expect_error(["layout", "--cp", "3", "--cu-seqlens", "0,10,34,39"], "pass --pad")
+
+# ---- 5. help and demo ---------------------------------------------------------------------------
+for args, needle in [(["--help"], "layout"), (["run", "--help"], "--hcp"), (["demo", "--help"], "--cp"),
+                     (["layout", "--help"], "--cu-seqlens")]:
     p = run(*args)
     if p.returncode != 0 or needle not in p.stdout:
         failures.append(f"cplab {' '.join(args)}: exit {p.returncode}, '{needle}' not in output")
 p = run("demo")
-if p.returncode != 0 or "FAILED" in p.stdout or p.stdout.count(" ok") < 4:
+if p.returncode != 0 or "FAILED" in p.stdout or p.stdout.count(" ok") < 8:
     failures.append(f"cplab demo: exit {p.returncode}\n{p.stdout}{p.stderr}")
 
 if failures:

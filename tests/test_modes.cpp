@@ -5,6 +5,8 @@
 
 #include "error.h"
 #include "experiment.h"
+#include "hierarchical_cp.h"
+#include "ulysses_a2a.h"
 
 using namespace cplab;
 
@@ -155,4 +157,36 @@ TEST_CASE("modes: the mode rules are refused with their messages") {
   s.pad = false;
   s.seq = 40;
   CHECK_THROWS_WITH_AS(validate(s), "sequence 0 has length 7, not a multiple of 2*cp = 6 (zigzag splits every sequence into 2*cp equal chunks); pass --pad to pad each sequence to a multiple of 6", Error);
+}
+
+TEST_CASE("modes: the a2a chunk reorder tables, derived from the layout, are TE's") {
+  CHECK(chunk_ids_before_attn(2) == std::vector<index_t>{0, 2, 3, 1});
+  CHECK(chunk_ids_after_attn(2) == std::vector<index_t>{0, 3, 1, 2});
+  CHECK(chunk_ids_before_attn(3) == std::vector<index_t>{0, 2, 4, 5, 3, 1});
+  CHECK(chunk_ids_after_attn(3) == std::vector<index_t>{0, 5, 1, 4, 2, 3});
+  CHECK(chunk_ids_before_attn(4) == std::vector<index_t>{0, 2, 4, 6, 7, 5, 3, 1});
+  CHECK(chunk_ids_after_attn(4) == std::vector<index_t>{0, 7, 1, 6, 2, 5, 3, 4});
+  for (index_t P : {1, 2, 5, 8}) {  // they are inverse permutations
+    const auto b = chunk_ids_before_attn(P), a = chunk_ids_after_attn(P);
+    for (index_t p = 0; p < 2 * P; ++p) CHECK(a[static_cast<size_t>(b[static_cast<size_t>(p)])] == p);
+  }
+}
+
+TEST_CASE("modes: hierarchical groups are contiguous runs, rings strided, and the inner a2a gives outer zigzag") {
+  CHECK(hcp_ring_members(4, 2, 1) == std::vector<int>{1, 5});
+  CHECK(hcp_ring_members(2, 3, 0) == std::vector<int>{0, 2, 4});
+  for (auto [icp, ocp] : {std::pair<index_t, index_t>{2, 2}, {2, 3}, {3, 2}, {4, 2}}) {
+    const Partition data(Layout::zigzag, 2 * icp * ocp * 3, icp * ocp);
+    const index_t c = 3;  // base chunk length
+    for (index_t p = 0; p < ocp; ++p) {
+      const A2aPlan plan = hcp_inner_plan(data, icp, ocp, p);
+      CHECK(plan.members.front() == p * icp);
+      CHECK(plan.members.back() == p * icp + icp - 1);
+      // after the inner a2a: super-chunk p, then super-chunk 2*ocp-1-p (super-chunk = icp base chunks)
+      std::vector<index_t> expect;
+      for (index_t sc : {p, 2 * ocp - 1 - p})
+        for (index_t t = 0; t < icp * c; ++t) expect.push_back(sc * icp * c + t);
+      CHECK(plan.to[0] == expect);
+    }
+  }
 }
