@@ -80,18 +80,32 @@ void print_human(const RunReport& r) {
   std::cout << "cplab run: mode " << s.mode << ", layout " << to_string(s.layout) << ", "
             << (s.causal ? "causal" : "non-causal") << ", cp " << s.cp << ", seq " << s.seq << ", heads "
             << s.heads << " (kv " << s.kv_heads << "), head-dim " << s.head_dim << " (v " << s.dv() << "), "
-            << s.dtype << ", merge " << to_string(s.merge) << (s.backward ? ", forward + backward" : ", forward")
-            << "\n\nerror vs dense attention (max|x - ref| / max|ref|):";
+            << s.dtype << ", merge " << to_string(s.merge) << (s.backward ? ", forward + backward" : ", forward") << "\n";
+  if (s.mode == "a2a+p2p")
+    std::cout << "hierarchical: all-to-all groups of " << s.icp << " adjacent ranks, " << s.icp << " rings of " << s.ocp
+              << " ranks strided by " << s.icp << "\n";
+  if (s.kv_replication() > 1)
+    std::cout << "--replicate-kv: each of the " << s.kv_heads << " KV heads is repeated " << s.kv_replication()
+              << " times for the all-to-all (their gradients are summed back)\n";
+  if (s.packed()) {
+    const Packing pk = s.packing();
+    std::string a, b;
+    for (size_t i = 0; i < pk.cu_seqlens.size(); ++i)
+      a += (i ? "," : "") + std::to_string(pk.cu_seqlens[i]), b += (i ? "," : "") + std::to_string(pk.cu_seqlens_padded[i]);
+    std::cout << "packed: " << pk.num_seqs() << " sequences, cu_seqlens " << a << ", padded " << b
+              << "; largest |output| on padding: " << fmt("%g", r.padding_max_abs) << " (must be 0)\n";
+  }
+  std::cout << "\nerror vs dense attention (max|x - ref| / max|ref|):";
   const std::pair<const char*, std::optional<double>> errs[] = {
       {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
   for (const auto& [name, e] : errs)
     if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
-  std::cout << "\n\n" << "rank   fwd GFLOP   bwd GFLOP     bytes sent   messages\n";
+  std::cout << "\n\n" << "rank   fwd FLOPs   bwd FLOPs     bytes sent     bytes recv   messages\n";
   std::int64_t tf = 0, tb = 0, tm = 0;
   for (size_t i = 0; i < r.flops.size(); ++i) {
-    std::printf("%4zu %11.3f %11.3f %14lld %10lld\n", i, static_cast<double>(r.flops_fwd[i]) * 1e-9,
-                static_cast<double>(r.flops_bwd[i]) * 1e-9, static_cast<long long>(r.bytes_sent[i]),
-                static_cast<long long>(r.messages[i]));
+    std::printf("%4zu %11.4g %11.4g %14lld %14lld %10lld\n", i, static_cast<double>(r.flops_fwd[i]),
+                static_cast<double>(r.flops_bwd[i]), static_cast<long long>(r.bytes_sent[i]),
+                static_cast<long long>(r.bytes_recv[i]), static_cast<long long>(r.messages[i]));
     tf += r.flops[i];
     tb += r.bytes_sent[i];
     tm += r.messages[i];

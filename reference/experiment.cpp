@@ -9,12 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "allgather_kv.h"
+#include "cp_attention.h"
 #include "error.h"
 #include "flops.h"
-#include "hierarchical_cp.h"
-#include "ring_p2p.h"
-#include "ulysses_a2a.h"
 
 namespace cplab {
 
@@ -55,25 +52,11 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
   const PerRank<T> v = shard(part, f > 1 ? repeat_heads(rounded<T>(in.v), f) : rounded<T>(in.v));
   SimComm comm(static_cast<int>(s.cp), &rep.trace);
   const auto t0 = Clock::now();
-  CpOutput<T> out;
+  CpState<T> state;
+  const ModeSpec mode{s.mode, s.icp, s.ocp};
+  const CpOutput<T> out = cp_attention_forward(mode, cfg, q, k, v, comm, state);
   CpGrads<T> g;
-  if (s.mode == "p2p") {
-    const RingConfig<T> rc{part, s.causal, cfg.scale, s.merge, cfg.packed() ? &cfg.packing : nullptr};
-    RingForward<T> fw = ring_forward(rc, q, k, v, comm);
-    if (s.backward) g = ring_backward(rc, q, k, v, fw, shard(part, rounded<T>(in.dout)), comm);
-    out = CpOutput<T>{std::move(fw.o), std::move(fw.lse)};
-  } else if (s.mode == "allgather") {
-    out = allgather_forward(cfg, q, k, v, comm);
-    if (s.backward) g = allgather_backward(cfg, q, k, v, out, shard(part, rounded<T>(in.dout)), comm);
-  } else if (s.mode == "a2a") {
-    UlyssesForward<T> fw = ulysses_forward(cfg, q, k, v, comm);
-    if (s.backward) g = ulysses_backward(cfg, fw, shard(part, rounded<T>(in.dout)), comm);
-    out = std::move(fw.out);
-  } else {  // a2a+p2p
-    HcpForward<T> fw = hcp_forward(cfg, s.icp, s.ocp, q, k, v, comm);
-    if (s.backward) g = hcp_backward(cfg, s.icp, s.ocp, fw, shard(part, rounded<T>(in.dout)), comm);
-    out = std::move(fw.out);
-  }
+  if (s.backward) g = cp_attention_backward(mode, cfg, state, shard(part, rounded<T>(in.dout)), comm);
   rep.seconds = secs(t0);
   rep.o = cast<double>(unshard(part, out.o));
   rep.lse = cast<double>(unshard_rows(part, out.lse));

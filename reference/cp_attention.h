@@ -1,0 +1,43 @@
+// cp_attention.h: one entry point for "attention with CP mode M" on simulated ranks.
+//
+// What it is: cp_attention_forward / cp_attention_backward dispatch to the mode's reference
+// (ring_p2p.h, allgather_kv.h, ulysses_a2a.h, hierarchical_cp.h) and keep, in CpState, what that
+// mode saves for its backward (the last KV block of the ring, the head-sharded tensors of Ulysses,
+// ...). Used by experiment.h (one attention) and layer_stack.h (a stack with a mode per layer).
+// What it is not: validation of the mode's rules (experiment.h validate() names them) or KV-head
+// replication (the caller repeats heads before and sums their gradients after).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "allgather_kv.h"
+#include "hierarchical_cp.h"
+#include "ring_p2p.h"
+#include "ulysses_a2a.h"
+
+namespace cplab {
+
+struct ModeSpec {
+  std::string mode = "p2p";  // p2p | allgather | a2a | a2a+p2p
+  index_t icp = 0, ocp = 0;  // a2a+p2p
+};
+
+template <class T>
+struct CpState {
+  PerRank<T> q, k, v;  // the inputs (all-gather and the ring recompute from them)
+  std::optional<RingForward<T>> ring;
+  std::optional<CpOutput<T>> out;
+  std::optional<UlyssesForward<T>> ulysses;
+  std::optional<HcpForward<T>> hcp;
+};
+
+// q, k, v per rank in the data layout of cfg.part; returns O and LSE per rank in that layout
+template <class T>
+CpOutput<T> cp_attention_forward(const ModeSpec& m, const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
+                                 const PerRank<T>& v, SimComm& comm, CpState<T>& state);
+template <class T>
+CpGrads<T> cp_attention_backward(const ModeSpec& m, const CpConfig<T>& cfg, const CpState<T>& state,
+                                 const PerRank<T>& dout, SimComm& comm);
+
+}  // namespace cplab
