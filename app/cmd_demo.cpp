@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "error.h"
 #include "experiment.h"
 
 namespace cplab::app {
@@ -25,6 +26,7 @@ struct DemoOptions {
 };
 
 int demo_action(DemoOptions& o) {
+  validate(o.base);  // the sizes themselves (checked as the first row's mode, p2p) must be valid: else exit 2
   struct Row {
     std::string mode;
     Layout layout;
@@ -34,7 +36,7 @@ int demo_action(DemoOptions& o) {
   };
   const index_t P = o.base.cp;
   const index_t icp = P % 2 == 0 ? 2 : 1;  // the demo's hierarchical split: pairs of ranks
-  const std::vector<index_t> cu = {0, o.base.seq * 3 / 8 + 1, o.base.seq * 5 / 8 + 3, o.base.seq - 5};
+  const std::vector<index_t> cu = {0, o.base.seq * 3 / 8 + 1, o.base.seq * 5 / 8 + 3, o.base.seq - 5};  // 3 ragged sequences
   const std::vector<Row> rows = {{"p2p", Layout::zigzag, true},
                                  {"p2p", Layout::striped, true},
                                  {"p2p", Layout::contiguous, true},
@@ -56,7 +58,7 @@ int demo_action(DemoOptions& o) {
     std::printf("%-12s %-11s %-7s %-10s %10s %11s %16s %14s %9s  %s\n", "mode", "layout", "mask", "sequences",
                 "max error", "work ratio", "bytes sent/rank", "messages/rank", "time (s)", "check");
   }
-  int failures = 0;
+  int failures = 0, skipped = 0;
   for (const Row& row : rows) {
     RunSpec s = o.base;
     s.mode = row.mode;
@@ -67,7 +69,20 @@ int demo_action(DemoOptions& o) {
     s.ocp = row.ocp;
     s.cu_seqlens = row.cu;
     s.pad = !row.cu.empty();
-    if (s.pad) s.seq = s.packing().total();
+    std::string why;  // a row whose mode rules the chosen sizes break is skipped, with the rule
+    try {
+      if (s.pad) check_cu_seqlens(s.cu_seqlens), s.seq = s.packing().total();
+      validate(s);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      ++skipped;
+      if (o.json) out.push_back({{"mode", s.mode}, {"check", "skipped"}, {"reason", why}});
+      else std::printf("%-12s %-11s %-7s skipped: %s\n", s.mode.c_str(), to_string(s.layout).c_str(),
+                       s.causal ? "causal" : "none", why.c_str());
+      continue;
+    }
     const RunReport r = run_experiment(s, make_inputs(s));
     const bool ok = r.max_error() <= tol && r.padding_max_abs == 0.0;
     failures += ok ? 0 : 1;
@@ -101,6 +116,7 @@ int demo_action(DemoOptions& o) {
               "Try: cplab run --mode p2p --cp 8 --seq 8192 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout contiguous --backward\n"
               "     cplab layout --cp 3 --cu-seqlens 0,12,36,42\n",
               cus.c_str(), static_cast<long long>(icp), static_cast<long long>(P / icp), static_cast<long long>(icp));
+  if (skipped > 0) std::printf("(%d rows skipped: their mode's rules do not fit these sizes)\n", skipped);
   return failures == 0 ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -26,7 +27,8 @@ struct RunOptions {
   std::string layout = "zigzag", merge = "streaming", hcp, cu;
   std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
   bool json = false;
-  std::map<std::string, CLI::Option*> given;  // size options, to tell "given" from "default"
+  std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
+  long long seed = 0;
 };
 
 // load a 3-d (s, heads, dim) array; check it against (and fill) the spec's sizes
@@ -121,10 +123,30 @@ void print_human(const RunReport& r) {
             << fmt("%.3f", r.reference_seconds) << " s\n";
 }
 
+// create --out-dir and make sure the trace files can be written, naming the path that cannot
+void prepare_outputs(const RunOptions& o) {
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    require(!ec && std::filesystem::is_directory(o.out_dir),
+            "--out-dir " + o.out_dir + ": cannot create the directory" + (ec ? " (" + ec.message() + ")" : ""));
+  }
+  for (const std::string& path : {o.trace_path, o.chrome_path}) {
+    if (path.empty()) continue;
+    std::ofstream f(path);
+    require(static_cast<bool>(f), path + ": cannot open for writing");
+  }
+}
+
 int run_action(RunOptions& o) {
   RunSpec& s = o.spec;
   s.layout = parse_layout(o.layout);
   s.merge = parse_merge(o.merge);
+  require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
+  s.seed = static_cast<std::uint64_t>(o.seed);
+  for (const char* name : {"out-dir", "trace", "chrome-trace", "cu-seqlens"})
+    require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
+            std::string("--") + name + " needs a value, got an empty string");
   if (!o.hcp.empty()) {
     const std::vector<index_t> v = parse_int_list(o.hcp, "--hcp");
     require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + o.hcp + "' must be two sizes ICP,OCP, each >= 1");
@@ -132,7 +154,8 @@ int run_action(RunOptions& o) {
   }
   if (!o.cu.empty()) {
     s.cu_seqlens = parse_cu_seqlens(o.cu);
-    const index_t total = s.pad ? Packing::padded(s.cu_seqlens, layout_factor(s.layout, s.cp)).total() : s.cu_seqlens.back();
+    require(s.cp >= 1, "cp " + std::to_string(s.cp) + " must be >= 1");
+    const index_t total = s.packing().total();
     require(o.given.at("seq")->count() == 0 || s.seq == total,
             "--seq " + std::to_string(s.seq) + " disagrees with --cu-seqlens (total " + std::to_string(total) + ")");
     s.seq = total;
@@ -153,6 +176,7 @@ int run_action(RunOptions& o) {
     s.seq = seq, s.heads = h, s.kv_heads = hk, s.head_dim = d, s.v_head_dim = dv;
   }
   validate(s);
+  prepare_outputs(o);  // before the (possibly long) run: a bad path fails now, not after it
   if (!any_in) in = make_inputs(s);
   if (s.backward) {
     if (!o.do_path.empty()) {
@@ -167,7 +191,6 @@ int run_action(RunOptions& o) {
   if (!o.trace_path.empty()) r.trace.write(o.trace_path, false);
   if (!o.chrome_path.empty()) r.trace.write(o.chrome_path, true);
   if (!o.out_dir.empty()) {
-    std::filesystem::create_directories(o.out_dir);
     const bool f32 = s.dtype == "float";
     write3(o.out_dir + "/o.npy", r.o, f32);
     write_rows(o.out_dir + "/lse.npy", r.lse, f32);
@@ -179,6 +202,13 @@ int run_action(RunOptions& o) {
   }
   if (o.json) std::cout << report_json(r).dump(2) << "\n";
   else print_human(r);
+  const std::pair<const char*, std::optional<double>> errs[] = {
+      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
+  for (const auto& [name, e] : errs)
+    if (e && !std::isfinite(*e)) {
+      std::cerr << "cplab: check failed: the error of " << name << " is not finite\n";
+      return 1;
+    }
   return 0;
 }
 
@@ -196,7 +226,7 @@ void setup_run(CLI::App& app, int& status) {
                   "a2a+p2p (hierarchical: needs --hcp)")->capture_default_str();
   sub->add_option("--hcp", o->hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
                                    "outer rings of OCP ranks strided by ICP; ICP x OCP = cp");
-  sub->add_option("--cu-seqlens", o->cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
+  o->given["cu-seqlens"] = sub->add_option("--cu-seqlens", o->cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
                                          "(--seq is then their total)");
   sub->add_flag("--pad", s.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
                                 "padding tokens get O = 0 and zero gradients");
@@ -212,16 +242,16 @@ void setup_run(CLI::App& app, int& status) {
   sub->add_option("--layout", o->layout, "token layout: contiguous | zigzag | striped")->capture_default_str();
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
-  sub->add_option("--seed", s.seed, "seed of the random Q, K, V, dO in [-1, 1]")->capture_default_str();
+  sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
   sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
   sub->add_option("--scale", s.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
   sub->add_option("--q", o->q_path, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
   sub->add_option("--k", o->k_path, "read K from a .npy (seq, kv_heads, head_dim)");
   sub->add_option("--v", o->v_path, "read V from a .npy (seq, kv_heads, v_head_dim)");
   sub->add_option("--do", o->do_path, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
-  sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
-  sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
-  sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
+  o->given["out-dir"] = sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
+  o->given["trace"] = sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
+  o->given["chrome-trace"] = sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
   sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes)");
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   sub->callback([o, &status] { status = run_action(*o); });

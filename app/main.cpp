@@ -3,6 +3,7 @@
 // What it is: argument parsing (CLI11) and error-to-exit-status mapping, nothing else.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <iostream>
 
 #include "commands.h"
@@ -29,6 +30,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints CLI11's message naming the option
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "cplab: error: out of memory (the configuration is too large for this machine)\n";
     return 2;
   } catch (const cplab::Error& e) {
     std::cerr << "cplab: error: " << e.what() << "\n";

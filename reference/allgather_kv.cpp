@@ -28,7 +28,8 @@ std::vector<AgTile> plan(const CpConfig<T>& cfg, index_t r) {
     tiles = {{"all", 0, n, 0, 0, {}}};
   for (AgTile& t : tiles) {
     const std::vector<index_t> rows = part.indices(r, t.q0, t.nq);
-    const Mask full = token_mask(cfg.packing, rows, iota_positions(0, S), cfg.causal);
+    const Packing pk = cfg.tokens();
+    const Mask full = token_mask(pk, rows, iota_positions(0, S), cfg.causal);
     index_t lo = S, hi = 0;  // the key range some query sees
     for (index_t a = 0; a < t.nq; ++a) {
       const KeyRange kr = full.keys(a, S);
@@ -37,7 +38,7 @@ std::vector<AgTile> plan(const CpConfig<T>& cfg, index_t r) {
     if (hi <= lo) lo = hi = 0;
     t.k0 = lo;
     t.nk = hi - lo;
-    t.mask = simplify(token_mask(cfg.packing, rows, iota_positions(lo, hi), cfg.causal), t.nq, t.nk);
+    t.mask = simplify(token_mask(pk, rows, iota_positions(lo, hi), cfg.causal), t.nq, t.nk);
   }
   return tiles;
 }

@@ -6,6 +6,7 @@
 #include "attention_kernel.h"
 
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
 
@@ -17,6 +18,23 @@ namespace {
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// OpenMP loop over [0, n) that carries the first exception (e.g. std::bad_alloc) out of the
+// parallel region and rethrows it, instead of std::terminate
+template <class F>
+void parallel_for(index_t n, F&& body) {
+  std::exception_ptr err;
+#pragma omp parallel for schedule(dynamic)
+  for (index_t i = 0; i < n; ++i) {
+    try {
+      body(i);
+    } catch (...) {
+#pragma omp critical(cplab_parallel_for)
+      if (!err) err = std::current_exception();
+    }
+  }
+  if (err) std::rethrow_exception(err);
+}
 
 // the key columns [lo, hi) that some row of block [a0, a0+n) can see (hi = 0: none)
 KeyRange block_keys(const Mask& m, index_t a0, index_t n, index_t sk) {
@@ -77,8 +95,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   require(lse.h == q.h && lse.n == q.n, "LSE must be (h, sq)");
   const index_t sq = q.n, sk = k.n, group = q.h / k.h;
 
-#pragma omp parallel for schedule(dynamic)
-  for (index_t i = 0; i < q.h; ++i) {
+  parallel_for(q.h, [&](index_t i) {
     const CHeadMap<T> Qh = head(q, i), Kh = head(k, i / group), Vh = head(v, i / group);
     HeadMap<T> Oh = head(o, i);
     for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
@@ -113,7 +130,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         }
       }
     }
-  }
+  });
 }
 
 template <class T>
@@ -139,8 +156,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   const index_t sq = q.n, sk = k.n, group = q.h / k.h;
 
   // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
-#pragma omp parallel for schedule(dynamic)
-  for (index_t g = 0; g < k.h; ++g) {
+  parallel_for(k.h, [&](index_t g) {
     const CHeadMap<T> Kh = head(k, g), Vh = head(v, g);
     HeadMap<T> dKh = head(dk, g), dVh = head(dv, g);
     for (index_t i = g * group; i < (g + 1) * group; ++i) {
@@ -167,7 +183,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
         dKh.middleRows(kb.lo, w).noalias() += scale * (dS.transpose() * Qh.middleRows(a0, n));
       }
     }
-  }
+  });
 }
 
 #define CPLAB_INSTANTIATE(T)                                                                     \

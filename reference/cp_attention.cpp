@@ -8,6 +8,8 @@ namespace cplab {
 template <class T>
 CpOutput<T> cp_attention_forward(const ModeSpec& m, const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
                                  const PerRank<T>& v, SimComm& comm, CpState<T>& st) {
+  if (!cfg.packing.cu_seqlens.empty() && cfg.packing.cu_seqlens_padded != cfg.part.cu_padded())
+    throw std::logic_error("cp_attention: the packing and the partition disagree on cu_seqlens_padded");
   st.q = q, st.k = k, st.v = v;
   if (m.mode == "p2p") {
     const RingConfig<T> rc{cfg.part, cfg.causal, cfg.scale, cfg.merge, cfg.packed() ? &cfg.packing : nullptr};

@@ -26,11 +26,13 @@ using PerRank = std::vector<Tensor3<T>>;
 template <class T>
 struct CpConfig {
   Partition part;                            // data layout over all cp ranks
-  Packing packing = Packing::single(1);      // Packing::single(seq) when unpacked
+  Packing packing = {};                      // empty: one unpacked sequence of part.seq() tokens
   bool causal = true;
   T scale = T(1);
   MergeKind merge = MergeKind::streaming;
-  bool packed() const { return packing.num_seqs() > 1 || packing.has_padding(); }
+  bool packed() const { return !packing.cu_seqlens.empty() && (packing.num_seqs() > 1 || packing.has_padding()); }
+  // the packing token masks use: the given one, or the single sequence of the partition
+  Packing tokens() const { return packing.cu_seqlens.empty() ? Packing::single(part.seq()) : packing; }
 };
 
 template <class T>

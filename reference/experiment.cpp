@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <random>
 
 #include "cp_attention.h"
@@ -149,7 +150,7 @@ void validate_mode(const RunSpec& s) {
   if (hcp) {
     require(s.icp > 0 && s.ocp > 0, "a2a+p2p needs --hcp ICP,OCP (inner all-to-all size x outer ring size = cp); "
                                     "cplab never falls back to another mode");
-    require(s.icp * s.ocp == s.cp, "--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " + num(s.icp * s.ocp) +
+    require(s.cp % s.icp == 0 && s.cp / s.icp == s.ocp, "--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " + (s.ocp <= s.cp ? num(s.icp * s.ocp) : std::string("more than cp")) +
                                        ", not cp = " + num(s.cp) + " (ICP x OCP must equal cp)");
     require(s.layout == Layout::zigzag, "a2a+p2p needs --layout zigzag (the data is zigzag over all cp ranks; "
                                         "the outer ring keeps zigzag over OCP)");
@@ -157,11 +158,7 @@ void validate_mode(const RunSpec& s) {
     check_a2a_heads(s, s.icp, "ICP");
   }
   if (s.packed()) {
-    (void)parse_cu_seqlens([&] {  // the same rules as on the command line
-      std::string t;
-      for (size_t i = 0; i < s.cu_seqlens.size(); ++i) t += (i ? "," : "") + num(s.cu_seqlens[i]);
-      return t;
-    }());
+    check_cu_seqlens(s.cu_seqlens);
     if (!s.pad) check_packed_lengths(s.cu_seqlens, s.layout, s.cp);
     require(s.seq == s.packing().total(), "seq " + num(s.seq) + " disagrees with the packed total " +
                                               num(s.packing().total()) + " of cu_seqlens" + (s.pad ? " after --pad" : ""));
@@ -180,24 +177,32 @@ void validate(const RunSpec& s) {
   require(s.cp <= kMaxRanks, "cp " + num(s.cp) + " is more than the " + num(kMaxRanks) +
                                  " ranks the CPU reference simulates (a ring computes cp*cp tiles)");
   require(s.seq >= 1, "seq " + num(s.seq) + " must be >= 1");
-  require(s.heads >= 1, "heads " + num(s.heads) + " must be >= 1");
-  require(s.kv_heads >= 1, "kv-heads " + num(s.kv_heads) + " must be >= 1");
-  require(s.heads % s.kv_heads == 0, "kv-heads " + num(s.kv_heads) + " does not divide heads " + num(s.heads) +
-                                         " (GQA/MQA needs heads = kv-heads * group size)");
-  require(s.head_dim >= 1, "head-dim " + num(s.head_dim) + " must be >= 1");
   require(s.v_head_dim >= 0, "v-head-dim " + num(s.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
+  check_attention_shapes(s.seq, s.heads, s.head_dim, s.seq, s.kv_heads, s.head_dim, s.seq, s.kv_heads, s.dv());
   require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
   require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
+  require(s.dtype == "double" || s.scale <= 1e30, [&] {
+    char b[160];
+    std::snprintf(b, sizeof b, "scale %g overflows float arithmetic; use --dtype double or a smaller scale", s.scale);
+    return std::string(b);
+  }());
+  require(s.merge == MergeKind::streaming || s.mode == "p2p" || s.mode == "a2a+p2p",
+          "--merge applies to the modes that merge partial results (p2p, a2a+p2p), not " + s.mode);
   validate_mode(s);
   (void)Partition(s.layout, s.packing().cu_seqlens_padded, s.cp);  // the layout's divisibility rule
-  // the reference keeps about 16 (s, h, d)-sized double tensors alive (inputs, outputs, shards,
-  // oracle, gradients) plus one row block of scores per thread
-  const double elems = static_cast<double>(s.seq) * static_cast<double>(s.heads) *
-                       static_cast<double>(std::max(s.head_dim, s.dv()));
-  const double gib = 16.0 * 8.0 * elems / (1024.0 * 1024.0 * 1024.0);
-  require(gib <= 16.0, "seq * heads * head-dim = " + std::to_string(static_cast<long long>(elems)) +
-                           " elements needs about " + std::to_string(static_cast<int>(gib)) +
-                           " GiB in the CPU reference; the limit is 16 GiB");
+  // memory: about 16 (s, h, d)-sized double tensors (inputs, outputs, shards, oracle, gradients),
+  // two blocks of kRowBlock x s scores per thread, and for all-gather a full-length K and V on
+  // every rank plus the cp*(cp-1) gathered messages in flight
+  const double S = static_cast<double>(s.seq), H = static_cast<double>(s.heads);
+  const double kv = static_cast<double>(s.kv_heads * s.kv_replication()) * static_cast<double>(s.head_dim + s.dv());
+  double bytes = 16.0 * 8.0 * S * H * static_cast<double>(std::max(s.head_dim, s.dv()));
+  bytes += 2.0 * 8.0 * static_cast<double>(kRowBlock) * S * static_cast<double>(std::max(1, omp_get_max_threads()));
+  if (s.mode == "allgather") bytes += 3.0 * 8.0 * static_cast<double>(s.cp) * S * kv;
+  const double gib = bytes / (1024.0 * 1024.0 * 1024.0);
+  require(gib <= 16.0, "this run needs about " + std::to_string(static_cast<long long>(gib)) +
+                           " GiB in the CPU reference (seq " + num(s.seq) + ", heads " + num(s.heads) +
+                           ", head-dim " + num(s.head_dim) + (s.mode == "allgather" ? ", KV gathered on every rank" : "") +
+                           "); the limit is 16 GiB");
   const double work = cpu_flops_estimate(s);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f TFLOP", work * 1e-12);
@@ -207,11 +212,16 @@ void validate(const RunSpec& s) {
 }
 
 double cpu_flops_estimate(const RunSpec& s) {
-  const double S = static_cast<double>(s.seq);
+  // flops.h in floating point (absurd sizes must not overflow before they are refused); pairs is
+  // visible_pairs() of the full (causal) mask
+  const double S = static_cast<double>(s.seq), h = static_cast<double>(s.heads);
+  const double d = static_cast<double>(s.head_dim), dv = static_cast<double>(s.dv());
   const double pairs = s.causal ? S * (S + 1) / 2 : S * S;
-  const double per_pair = 2.0 * static_cast<double>(s.heads) *
-                          static_cast<double>(s.head_dim + s.dv() + (s.backward ? 3 * s.head_dim + 2 * s.dv() : 0));
-  return 2.0 * pairs * per_pair;  // the CP run and the dense oracle each do the useful work once
+  // + about 30 operation-equivalents per visible pair and pass for the exponential and masking,
+  // which dominate when head dims are tiny
+  const double once = fwd_flops(pairs, h, d, dv) + 30.0 * pairs * h +
+                      (s.backward ? bwd_flops(pairs, h, d, dv) + 30.0 * pairs * h : 0.0);
+  return 2.0 * once;  // the CP run and the dense oracle each do the work once
 }
 
 Inputs make_inputs(const RunSpec& s) {

@@ -52,7 +52,7 @@ struct RunSpec {
 // allow_long is set.
 inline constexpr index_t kMaxRanks = 256;
 inline constexpr double kMaxCpuFlops = 4e12;
-// FLOPs the run will spend on the CPU: the CP mode plus the dense oracle
+// work the run will spend on the CPU (FLOPs plus the exponentials): the CP mode plus the dense oracle
 double cpu_flops_estimate(const RunSpec& s);
 
 // throws cplab::Error naming the first rule the spec breaks

@@ -16,10 +16,13 @@
 
 namespace cplab {
 
-inline std::int64_t fwd_flops(std::int64_t pairs, std::int64_t h, std::int64_t d, std::int64_t dv) {
+// N: std::int64_t for counts, double for estimates of sizes whose counts would overflow
+template <class N>
+constexpr N fwd_flops(N pairs, N h, N d, N dv) {
   return 2 * pairs * h * (d + dv);
 }
-inline std::int64_t bwd_flops(std::int64_t pairs, std::int64_t h, std::int64_t d, std::int64_t dv) {
+template <class N>
+constexpr N bwd_flops(N pairs, N h, N d, N dv) {
   return 2 * pairs * h * (3 * d + 2 * dv);
 }
 

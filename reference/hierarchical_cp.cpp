@@ -34,8 +34,9 @@ std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a) {
 template <class T>
 HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const PerRank<T>& q,
                           const PerRank<T>& k, const PerRank<T>& v, SimComm& comm) {
-  if (icp * ocp != cfg.part.cp() || cfg.part.layout() != Layout::zigzag || cfg.packed())
-    throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked");
+  if (icp * ocp != cfg.part.cp() || cfg.part.layout() != Layout::zigzag || cfg.packed() || q[0].h % icp != 0 ||
+      k[0].h % icp != 0)
+    throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked, heads and KV heads divisible by icp");
   const index_t P = cfg.part.cp(), hg = q[0].h / icp;
   HcpForward<T> f;
   f.q.resize(at(P));
@@ -77,6 +78,7 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
     }
     f.out.lse.push_back(std::move(l));
   }
+  if (comm.pending() != 0) throw std::logic_error("hierarchical forward left undelivered messages");
   return f;
 }
 

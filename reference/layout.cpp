@@ -39,20 +39,19 @@ std::vector<Span> to_spans(const std::vector<index_t>& pos) {
   return out;
 }
 
+std::string layout_rule(Layout l, index_t cp) {
+  return (l == Layout::zigzag ? "2*cp = " : "cp = ") + std::to_string(layout_factor(l, cp));
+}
+
 void check_partition(Layout layout, std::int64_t seq, std::int64_t cp) {
   require(layout == Layout::contiguous || layout == Layout::zigzag || layout == Layout::striped,
           "unknown layout " + std::to_string(static_cast<int>(layout)));
   require(cp >= 1, "cp " + std::to_string(cp) + " must be >= 1");
   require(seq >= 1, "seq " + std::to_string(seq) + " must be >= 1");
-  if (layout == Layout::zigzag) {
-    require(seq % (2 * cp) == 0, "seq " + std::to_string(seq) + " is not a multiple of 2*cp = " +
-                                     std::to_string(2 * cp) +
-                                     " (zigzag splits the sequence into 2*cp equal chunks)");
-  } else {
-    require(seq % cp == 0, "seq " + std::to_string(seq) + " is not a multiple of cp = " +
-                               std::to_string(cp) + " (" + to_string(layout) +
-                               " gives every rank seq/cp tokens)");
-  }
+  require(seq % layout_factor(layout, cp) == 0,
+          "seq " + std::to_string(seq) + " is not a multiple of " + layout_rule(layout, cp) +
+              (layout == Layout::zigzag ? " (zigzag splits the sequence into 2*cp equal chunks)"
+                                        : " (" + to_string(layout) + " gives every rank seq/cp tokens)"));
 }
 
 Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), cu_{0, seq}, cp_(cp) {

@@ -18,6 +18,8 @@ namespace cplab {
 
 Layout parse_layout(const std::string& s);  // "contiguous" | "zigzag" | "striped", else throws
 std::string to_string(Layout l);
+// "2*cp = 16" (zigzag) or "cp = 8": the multiple every sequence length must be, for messages
+std::string layout_rule(Layout l, index_t cp);
 
 // A set of global token positions {begin + k * stride : 0 <= k < count}.
 struct Span {

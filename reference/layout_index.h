@@ -103,6 +103,11 @@ CPLAB_HD constexpr RankLocal packed_owner(Layout layout, const std::int64_t* cu_
   return RankLocal{o.rank, cu_padded[s] / P + o.local};
 }
 
+// every sequence length must be a multiple of this: zigzag cuts it into 2*cp chunks, the others into cp
+CPLAB_HD constexpr std::int64_t layout_factor(Layout layout, std::int64_t cp) {
+  return layout == Layout::zigzag ? 2 * cp : cp;
+}
+
 // Host only. Throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
 // seq % cp == 0 for contiguous and striped. Defined in layout.cpp (library cplab_ref).
 void check_partition(Layout layout, std::int64_t seq, std::int64_t cp);
@@ -110,7 +115,7 @@ void check_partition(Layout layout, std::int64_t seq, std::int64_t cp);
 // position of rank r's local token l in the rank-concatenated order (rank 0's tokens, then rank 1's, ...)
 CPLAB_HD constexpr std::int64_t rank_concat_index(std::int64_t S, std::int64_t P, std::int64_t r,
                                                   std::int64_t l) {
-  return r * (S / P) + l;
+  return layout_global(Layout::contiguous, S, P, r, l);  // rank-concatenated = the contiguous layout
 }
 
 }  // namespace cplab

@@ -2,6 +2,7 @@
 #include "thd.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
@@ -25,8 +26,7 @@ Packing Packing::padded(std::vector<index_t> cu, index_t factor) {
 }
 
 index_t Packing::seq_of(index_t g) const {
-  const auto it = std::upper_bound(cu_seqlens_padded.begin(), cu_seqlens_padded.end(), g);
-  return static_cast<index_t>(it - cu_seqlens_padded.begin()) - 1;
+  return packed_find(num_seqs(), g, [&](index_t k) { return cu_seqlens_padded[static_cast<size_t>(k)]; });
 }
 index_t Packing::pos_of(index_t g) const { return g - cu_seqlens_padded[static_cast<size_t>(seq_of(g))]; }
 bool Packing::real(index_t g) const { return pos_of(g) < length(seq_of(g)); }
@@ -39,39 +39,49 @@ std::vector<index_t> Packing::real_tokens() const {
 }
 
 std::vector<index_t> parse_int_list(const std::string& text, const std::string& what) {
+  require(!text.empty(), what + " is empty");
   std::vector<index_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  size_t start = 0;
+  while (true) {  // every comma-separated item must be a whole integer: no blanks, no trailing comma
+    const size_t end = text.find(',', start);
+    const std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     size_t used = 0;
     long long v = 0;
+    const bool starts_ok = !item.empty() && (std::isdigit(static_cast<unsigned char>(item[0])) || item[0] == '-');
     try {
-      v = std::stoll(item, &used);
+      if (starts_ok) v = std::stoll(item, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    require(used == item.size() && !item.empty(), what + " entry '" + item + "' is not an integer");
+    require(starts_ok && used == item.size(), what + " entry '" + item + "' is not an integer");
     out.push_back(v);
+    if (end == std::string::npos) break;
+    start = end + 1;
   }
   return out;
 }
 
-std::vector<index_t> parse_cu_seqlens(const std::string& text) {
-  const std::vector<index_t> cu = parse_int_list(text, "cu_seqlens");
+void check_cu_seqlens(const std::vector<index_t>& cu) {
+  std::string text;
+  for (size_t i = 0; i < cu.size() && i < 8; ++i) text += (i ? "," : "") + std::to_string(cu[i]);
   require(cu.size() >= 2, "cu_seqlens '" + text + "' needs at least two entries (0 and the total)");
   require(cu[0] == 0, "cu_seqlens must start at 0, got " + std::to_string(cu[0]));
   for (size_t i = 1; i < cu.size(); ++i)
     require(cu[i] > cu[i - 1], "cu_seqlens must strictly increase (sequence " + std::to_string(i - 1) +
                                    " would have length " + std::to_string(cu[i] - cu[i - 1]) + ")");
-  return cu;
+  require(cu.back() <= kMaxPackedTokens, "cu_seqlens total " + std::to_string(cu.back()) + " is more than 2^40 tokens");
 }
 
-index_t layout_factor(Layout layout, index_t cp) { return layout == Layout::zigzag ? 2 * cp : cp; }
+std::vector<index_t> parse_cu_seqlens(const std::string& text) {
+  const std::vector<index_t> cu = parse_int_list(text, "cu_seqlens");
+  check_cu_seqlens(cu);
+  return cu;
+}
 
 void check_packed_lengths(const std::vector<index_t>& cu, Layout layout, index_t cp) {
   require(cp >= 1, "cp " + std::to_string(cp) + " must be >= 1");
   const index_t f = layout_factor(layout, cp);
-  const std::string rule = layout == Layout::zigzag ? "2*cp = " + std::to_string(f) : "cp = " + std::to_string(f);
+  const std::string rule = layout_rule(layout, cp);
   for (size_t s = 0; s + 1 < cu.size(); ++s) {
     const index_t len = cu[s + 1] - cu[s];
     require(len % f == 0, "sequence " + std::to_string(s) + " has length " + std::to_string(len) +

@@ -43,6 +43,10 @@ struct Packing {
 
 // "4,2" -> {4, 2}; throws cplab::Error naming `what` on an entry that is not an integer
 std::vector<index_t> parse_int_list(const std::string& text, const std::string& what);
+// the largest packed batch cplab accepts (keeps every padding computation far from overflow)
+inline constexpr index_t kMaxPackedTokens = index_t{1} << 40;
+// throws cplab::Error unless cu starts at 0, strictly increases and stays <= kMaxPackedTokens
+void check_cu_seqlens(const std::vector<index_t>& cu);
 // "0,12,36,42" -> {0, 12, 36, 42}; throws cplab::Error unless it starts at 0 and strictly increases
 std::vector<index_t> parse_cu_seqlens(const std::string& text);
 
@@ -50,8 +54,6 @@ std::vector<index_t> parse_cu_seqlens(const std::string& text);
 // every length a multiple of 2*cp (zigzag) or cp (contiguous, striped). Throws cplab::Error naming
 // the sequence, the rule and the --pad fix.
 void check_packed_lengths(const std::vector<index_t>& cu, Layout layout, index_t cp);
-// the per-sequence divisibility factor of a layout: 2*cp for zigzag, cp otherwise
-index_t layout_factor(Layout layout, index_t cp);
 
 // Mask between query tokens q and key tokens k (packed positions; k sorted ascending): query g sees
 // the real keys of its own sequence (at positions <= its own if causal); padding queries see none.

@@ -57,6 +57,7 @@ std::vector<index_t> chunk_ids_after_attn(index_t P) {
 template <class T>
 PerRank<T> a2a_before(const A2aPlan& plan, const PerRank<T>& x, const std::string& name, SimComm& comm) {
   const size_t G = plan.members.size();
+  if (x[0].h % static_cast<index_t>(G) != 0) throw std::logic_error("a2a: heads must be divisible by the group size");
   const index_t hg = x[0].h / static_cast<index_t>(G);
   // in[i][g]: member i's tokens that member g needs, head group g, in g's target order
   std::vector<std::vector<std::vector<T>>> in(G, std::vector<std::vector<T>>(G));

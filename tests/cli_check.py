@@ -61,6 +61,25 @@ expect_error(["run", "--mode", "p2p", "--cp", "3", "--seq", "48", "--cu-seqlens"
 expect_error(["run", "--mode", "a2a+p2p", "--cp", "4", "--hcp", "2,2", "--heads", "4", "--kv-heads", "4",
               "--cu-seqlens", "0,16,32"], "not a2a+p2p")
 expect_error(["run", "--seq", "64", "--pad"], "--pad needs --cu-seqlens")
+open(path("afile"), "w").close()
+expect_error(["run", "--seq", "64", "--out-dir", path("afile")], "cannot create the directory")
+expect_error(["run", "--seq", "64", "--trace", "/proc/nonexistent/t.json"], "cannot open for writing")
+expect_error(["run", "--seq", "64", "--trace", ""], "--trace needs a value")
+expect_error(["run", "--seq", "64", "--seed", "-1"], "seed -1 must be >= 0")
+expect_error(["run", "--cp", "2", "--cu-seqlens", "0,8,"], "cu_seqlens entry '' is not an integer")
+expect_error(["run", "--cp", "2", "--cu-seqlens", ""], "--cu-seqlens needs a value")
+expect_error(["run", "--cp", "0", "--cu-seqlens", "0,8", "--pad"], "cp 0 must be >= 1")
+expect_error(["run", "--cu-seqlens", "0,9223372036854775807", "--pad"], "is more than 2^40 tokens")
+expect_error(["run", "--mode", "allgather", "--seq", "64", "--merge", "fold"], "--merge applies to the modes")
+expect_error(["run", "--mode", "a2a+p2p", "--cp", "4", "--hcp", "4,4611686018427387905", "--seq", "64", "--heads", "4",
+              "--kv-heads", "4"], "(ICP x OCP must equal cp)")
+expect_error(["run", "--mode", "a2a+p2p", "--cp", "4", "--hcp", "2", "--seq", "64"], "must be two sizes ICP,OCP")
+expect_error(["run", "--dtype", "float", "--scale", "1e300", "--seq", "64"], "overflows float arithmetic")
+expect_error(["run", "--mode", "allgather", "--cp", "256", "--seq", "65536", "--heads", "1", "--kv-heads", "1"],
+             "the limit is 16 GiB")
+expect_error(["run", "--seq", "700000", "--cp", "1", "--heads", "1", "--kv-heads", "1", "--head-dim", "1",
+              "--layout", "contiguous"], "pass --allow-long")
+expect_error(["demo", "--seq", "7"], "seq 7 is not a multiple of 2*cp = 8")
 expect_error(small + ["--seq", "64", "--mode", "ring"], "mode 'ring' is not one of")
 expect_error(small + ["--seq", "64", "--dtype", "half"], "dtype 'half' is not one of")
 expect_error(small + ["--seq", "64", "--merge", "online"], "merge 'online' is not one of")
@@ -201,7 +220,7 @@ for args, needle in [(["--help"], "layout"), (["run", "--help"], "--hcp"), (["de
     if p.returncode != 0 or needle not in p.stdout:
         failures.append(f"cplab {' '.join(args)}: exit {p.returncode}, '{needle}' not in output")
 p = run("demo")
-if p.returncode != 0 or "FAILED" in p.stdout or p.stdout.count(" ok") < 8:
+if p.returncode != 0 or "FAILED" in p.stdout or p.stdout.count(" ok\n") != 10 or "skipped" in p.stdout:
     failures.append(f"cplab demo: exit {p.returncode}\n{p.stdout}{p.stderr}")
 
 if failures:

@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "experiment.h"
+#include "cp_attention.h"
 #include "hierarchical_cp.h"
 #include "ulysses_a2a.h"
 
@@ -149,7 +150,7 @@ TEST_CASE("modes: the mode rules are refused with their messages") {
   s.ocp = 2;
   CHECK_THROWS_WITH_AS(validate(s), "--hcp 3,2 multiplies to 6, not cp = 8 (ICP x OCP must equal cp)", Error);
   s.icp = s.ocp = 0;
-  CHECK_THROWS_AS(validate(s), Error);
+  CHECK_THROWS_WITH_AS(validate(s), doctest::Contains("a2a+p2p needs --hcp ICP,OCP"), Error);
   s = base("a2a+p2p", Layout::striped, true, 4, Shape{4, 4}, false);
   s.icp = s.ocp = 2;
   CHECK_THROWS_WITH_AS(validate(s), "a2a+p2p needs --layout zigzag (the data is zigzag over all cp ranks; the outer ring keeps zigzag over OCP)", Error);
@@ -188,5 +189,45 @@ TEST_CASE("modes: hierarchical groups are contiguous runs, rings strided, and th
         for (index_t t = 0; t < icp * c; ++t) expect.push_back(sc * icp * c + t);
       CHECK(plan.to[0] == expect);
     }
+  }
+}
+
+TEST_CASE("modes: multi-block tiles (local length > the kernel's 256-row block) and float, for every mode") {
+  for (const char* mode : {"p2p", "allgather", "a2a", "a2a+p2p"})
+    for (const char* dtype : {"double", "float"}) {
+      RunSpec s = base(mode, Layout::zigzag, true, 2, Shape{4, 2}, false);
+      s.seq = 2 * 2 * 150;  // 300 tokens per rank, 600 in the full sequence
+      s.dtype = dtype;
+      if (std::string(mode) == "a2a+p2p") s.icp = 2, s.ocp = 1;
+      CAPTURE(mode);
+      CAPTURE(dtype);
+      const RunReport r = run_experiment(s, make_inputs(s));
+      const bool f32 = std::string(dtype) == "float";
+      CHECK(r.max_error() <= (f32 ? 1e-5 : 1e-10));
+      if (f32) CHECK(r.max_error() > 0.0);  // it really ran in float
+    }
+}
+
+TEST_CASE("modes: a CpConfig without a packing means one unpacked sequence, in every mode") {
+  const Partition part(Layout::zigzag, 40, 2);
+  const CpConfig<double> cfg{part};  // no packing given
+  CHECK_FALSE(cfg.packed());
+  CHECK(cfg.tokens().total() == 40);
+  RunSpec s = base("allgather", Layout::zigzag, true, 2, Shape{2, 2}, false);
+  s.seq = 40;
+  const Inputs in = make_inputs(s);
+  const PerRank<double> q = shard(part, in.q), k = shard(part, in.k), v = shard(part, in.v);
+  for (const ModeSpec& m : {ModeSpec{"p2p"}, ModeSpec{"allgather"}, ModeSpec{"a2a"}, ModeSpec{"a2a+p2p", 2, 1}}) {
+    SimComm comm(2, nullptr);
+    CpState<double> st;
+    CpConfig<double> c = cfg;
+    c.scale = default_scale(s.head_dim);
+    const CpOutput<double> out = cp_attention_forward(m, c, q, k, v, comm, st);
+    const Tensor3<double> o = unshard(part, out.o);
+    const AttnOut<double> r2 = dense_forward(in.q, in.k, in.v, Mask::causal(), c.scale);
+    double err = 0;
+    for (size_t i = 0; i < o.data.size(); ++i) err = std::max(err, std::abs(o.data[i] - r2.o.data[i]));
+    CAPTURE(m.mode);
+    CHECK(err < 1e-12);
   }
 }
