@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "experiment.h"
 #include "thd.h"
 
 namespace cplab::app {
@@ -26,7 +27,8 @@ struct LayoutOptions {
 int layout_action(const LayoutOptions& o) {
   const Layout L = parse_layout(o.layout);
   require(o.cp >= 1, "cp " + std::to_string(o.cp) + " must be >= 1");
-  require(o.cp <= 4096, "cp " + std::to_string(o.cp) + " is more than 4096 ranks");
+  require(o.cp <= kMaxRanks, "cp " + std::to_string(o.cp) + " is more than the " + std::to_string(kMaxRanks) +
+                                 " ranks cplab simulates");
   Packing pk = Packing::single(o.seq);
   if (!o.cu.empty()) {
     const std::vector<index_t> cu = parse_cu_seqlens(o.cu);

@@ -99,14 +99,11 @@ StackResult dense_stack(const StackSpec& s, const std::vector<LayerWeights>& w, 
 
 StackResult cp_stack(const StackSpec& s, const Partition& part, const std::vector<LayerWeights>& w,
                      const Mat<double>& x0, const Mat<double>& dy, SimComm& comm) {
-  const index_t P = part.cp(), L = static_cast<index_t>(s.modes.size()), n = part.local_len();
+  const index_t P = part.cp(), L = static_cast<index_t>(s.modes.size());
   const Packing pk = Packing::single(part.seq());
   const CpConfig<double> cfg{part, pk, s.causal, default_scale(s.head_dim), MergeKind::streaming};
-  auto rows_of = [&](const Mat<double>& m, index_t r) {  // rank r's rows of a sequence-order matrix
-    Mat<double> y(n, m.cols());
-    for (index_t t = 0; t < n; ++t) y.row(t) = m.row(part.global(r, t));
-    return y;
-  };
+  // rank r's rows of a sequence-order (S, hidden) matrix, via the layout's shard()
+  auto rows_of = [&](const Mat<double>& m, index_t r) { return mat_of(shard(part, heads_of(m, 1, m.cols()))[at(r)]); };
   std::vector<std::vector<index_t>> pos;
   std::vector<std::vector<Mat<double>>> xs(at(P));  // per rank, per layer input
   for (index_t r = 0; r < P; ++r) pos.push_back(rope_positions(part, pk, r)), xs[at(r)].push_back(rows_of(x0, r));
@@ -147,13 +144,10 @@ StackResult cp_stack(const StackSpec& s, const Partition& part, const std::vecto
   const auto mine = comm.reduce_scatter<double>("dw", flat);
   const std::vector<double> summed = comm.all_gather<double>("dw", mine)[0];
   StackResult res;
-  res.y = Mat<double>(part.seq(), s.hidden);
-  res.dx = Mat<double>(part.seq(), s.hidden);
-  for (index_t r = 0; r < P; ++r)
-    for (index_t t = 0; t < n; ++t) {
-      res.y.row(part.global(r, t)) = xs[at(r)].back().row(t);
-      res.dx.row(part.global(r, t)) = dx[at(r)].row(t);
-    }
+  PerRank<double> ys, dxs;
+  for (index_t r = 0; r < P; ++r) ys.push_back(heads_of(xs[at(r)].back(), 1, s.hidden)), dxs.push_back(heads_of(dx[at(r)], 1, s.hidden));
+  res.y = mat_of(unshard(part, ys));
+  res.dx = mat_of(unshard(part, dxs));
   size_t off = 0;
   for (const LayerWeights& d0 : dw[0]) {
     LayerWeights d = zeros_like(d0);
