@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cplab::app::setup_run(app, status);
   cplab::app::setup_demo(app, status);
   cplab::app::setup_layout(app, status);
+  cplab::app::setup_schedule(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

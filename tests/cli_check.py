@@ -213,7 +213,28 @@ if p.returncode == 0 and [r["positions"] for r in json.loads(p.stdout)["ranks"]]
     failures.append("cplab layout: RoPE positions differ from TE's")
 expect_error(["layout", "--cp", "3", "--cu-seqlens", "0,10,34,39"], "pass --pad")
 
-# ---- 5. help and demo ---------------------------------------------------------------------------
+# ---- 5. schedule: Megatron v1 on the seed's DCP example ---------------------------------------------
+seed_dcp = ["schedule", "--ranks", "8", "--max-seqlen-per-rank", "4096", "--lengths", "32768,16384,8192,4096,4096,4096,4096,2048"]
+p = run(*seed_dcp, "--scheduler", "megatron", "--json")
+if p.returncode != 0:
+    failures.append(f"cplab schedule failed: {p.stderr}")
+else:
+    r = json.loads(p.stdout)
+    got = [[(g["ranks"], g["samples"], g["load"]) for g in rnd] for rnd in r["rounds"]]
+    want = [[(list(range(8)), [0], 128.0)],
+            [([0, 1, 2, 3], [1], 64.0), ([4, 5], [2], 32.0), ([6], [3, 5, 7], 36.0), ([7], [4, 6], 32.0)]]
+    if got != want or r["makespan"] != 192.0 or not r["aligned"]:
+        failures.append(f"megatron v1 placement differs from the notes: {got}")
+p = run(*seed_dcp, "--scheduler", "cplab", "--json")
+if p.returncode != 0 or abs(json.loads(p.stdout)["ratio"] - 1.0) > 1e-12:
+    failures.append(f"cplab scheduler does not reach the lower bound on the seed example: {p.stdout}{p.stderr}")
+expect_error(["schedule", "--ranks", "6", "--lengths", "100"], "ranks 6 is not a power of two")
+expect_error(["schedule", "--ranks", "8", "--max-seqlen-per-rank", "4096", "--lengths", "40000"], "more than ranks x max-seqlen-per-rank")
+expect_error(["schedule", "--lengths", "100,-5"], "sample 1 has length -5")
+expect_error(["schedule", "--dist", path("missing.json")], "cannot open the distribution file")
+expect_error(["schedule"], "give --lengths")
+
+# ---- 6. help and demo ---------------------------------------------------------------------------
 for args, needle in [(["--help"], "layout"), (["run", "--help"], "--hcp"), (["demo", "--help"], "--cp"),
                      (["layout", "--help"], "--cu-seqlens")]:
     p = run(*args)

@@ -1,0 +1,208 @@
+// cmd_schedule.cpp: `cplab schedule`, dynamic-CP schedules of a batch, or statistics over many.
+//
+// What it is: one batch (--lengths) scheduled by Megatron v1 or cplab's scheduler, printed as a
+// rounds x ranks table with groups, CP sizes, samples and loads, plus makespan, lower bound, their
+// ratio, utilization and alignment (or --json); or, with --dist, K random batches scheduled by both
+// schedulers with mean / p50 / p99 of makespan / lower bound and the modelled speedup over static CP.
+// What it is not: an execution of the schedule (reference/dcp_execute.h runs schedules).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "dcp_batches.h"
+#include "dcp_cplab.h"
+#include "dcp_megatron.h"
+#include "error.h"
+#include "thd.h"
+
+namespace cplab::app {
+
+namespace {
+
+struct ScheduleOptions {
+  std::int64_t ranks = 8, max_per_rank = 4096, batches = 100, batch_size = 0;
+  long long seed = 0;
+  std::string lengths, scheduler = "cplab", cost = "l2", cost_params, dist;
+  bool json = false;
+};
+
+DcpSchedule run_scheduler(const std::string& which, const std::vector<std::int64_t>& L, std::int64_t N,
+                          std::int64_t M, const CostModel& cost) {
+  if (which == "megatron") return schedule_megatron_v1(L, N, M, cost);
+  if (which == "cplab") return schedule_cplab(L, N, M, cost);
+  throw Error("scheduler '" + which + "' is not one of: megatron, cplab");
+}
+
+nlohmann::json schedule_json(const DcpSchedule& s) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const DcpRound& r : s.rounds) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const DcpGroup& g : r.groups) {
+      std::vector<std::int64_t> ranks;
+      for (std::int64_t q = g.start; q < g.start + g.size; ++q) ranks.push_back(q);
+      groups.push_back({{"ranks", ranks}, {"cp", g.size}, {"samples", g.samples}, {"load", g.load}});
+    }
+    rounds.push_back(groups);
+  }
+  return rounds;
+}
+
+void print_schedule(const DcpSchedule& s, const std::vector<std::int64_t>& L) {
+  for (size_t k = 0; k < s.rounds.size(); ++k) {
+    std::printf("round %zu (length %.4g)\n", k, s.rounds[k].length());
+    for (const DcpGroup& g : s.rounds[k].groups) {
+      std::string who;
+      for (int i : g.samples) who += (who.empty() ? "" : " ") + ("s" + std::to_string(i)) + "(" + std::to_string(L[static_cast<size_t>(i)]) + ")";
+      char ranks[48];
+      if (g.size == 1) std::snprintf(ranks, sizeof ranks, "rank %lld", static_cast<long long>(g.start));
+      else std::snprintf(ranks, sizeof ranks, "ranks %lld-%lld", static_cast<long long>(g.start), static_cast<long long>(g.start + g.size - 1));
+      std::printf("  %-14s CP%-4lld load %10.4g  %s%s\n", ranks, static_cast<long long>(g.size), g.load, who.c_str(),
+                  (g.start % g.size != 0) ? "   <- NOT an aligned process group" : "");
+    }
+  }
+  if (s.ranks <= 16) {  // the rounds x ranks grid
+    std::printf("\n%-8s", "");
+    for (std::int64_t r = 0; r < s.ranks; ++r) std::printf(" %-9s", ("r" + std::to_string(r)).c_str());
+    std::printf("\n");
+    for (size_t k = 0; k < s.rounds.size(); ++k) {
+      std::vector<std::string> cell(static_cast<size_t>(s.ranks), ".");
+      std::vector<double> load(static_cast<size_t>(s.ranks), 0);
+      for (const DcpGroup& g : s.rounds[k].groups)
+        for (std::int64_t q = g.start; q < g.start + g.size; ++q) {
+          std::string c;
+          for (int i : g.samples) c += (c.empty() ? "s" : ",s") + std::to_string(i);
+          cell[static_cast<size_t>(q)] = c;
+          load[static_cast<size_t>(q)] = g.load;
+        }
+      std::printf("round %-2zu", k);
+      for (const auto& c : cell) std::printf(" %-9s", c.c_str());
+      std::printf("\n%-8s", "  load");
+      for (double l : load) std::printf(" %-9.4g", l);
+      std::printf("\n");
+    }
+  }
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::min<double>(static_cast<double>(v.size() - 1), std::ceil(q * static_cast<double>(v.size())) - 1));
+  return v[i];
+}
+
+int dist_action(const ScheduleOptions& o, const CostModel& cost) {
+  const LengthDist d = read_length_dist(o.dist);
+  require(o.batches >= 1 && o.batches <= 100000, "batches " + std::to_string(o.batches) + " must be in [1, 100000]");
+  const std::int64_t B = o.batch_size > 0 ? o.batch_size : d.batch_size;
+  require(d.max <= o.ranks * o.max_per_rank, o.dist + ": max length " + std::to_string(d.max) +
+                                                 " is more than ranks x max-seqlen-per-rank = " + std::to_string(o.ranks * o.max_per_rank));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(o.seed));
+  struct Acc {
+    std::vector<double> ratio, speedup;
+    int unaligned = 0;
+    double seconds = 0;
+  } meg, ours;
+  int worse = 0;
+  for (std::int64_t b = 0; b < o.batches; ++b) {
+    const std::vector<std::int64_t> L = sample_batch(d, B, rng);
+    const DcpBound lb = lower_bounds(L, o.ranks, o.max_per_rank, cost);
+    const double st = static_cp_schedule(L, o.ranks, o.max_per_rank, cost).makespan;
+    auto t0 = std::chrono::steady_clock::now();
+    const DcpSchedule m = schedule_megatron_v1(L, o.ranks, o.max_per_rank, cost);
+    auto t1 = std::chrono::steady_clock::now();
+    const DcpSchedule c = schedule_cplab(L, o.ranks, o.max_per_rank, cost);
+    auto t2 = std::chrono::steady_clock::now();
+    meg.seconds += std::chrono::duration<double>(t1 - t0).count();
+    ours.seconds += std::chrono::duration<double>(t2 - t1).count();
+    for (auto [acc, s] : {std::pair<Acc*, const DcpSchedule*>{&meg, &m}, {&ours, &c}}) {
+      acc->ratio.push_back(s->makespan / lb.moldable);
+      acc->speedup.push_back(st / s->makespan);
+      acc->unaligned += s->aligned ? 0 : 1;
+    }
+    worse += c.makespan > m.makespan * (1 + 1e-9) ? 1 : 0;
+  }
+  auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / static_cast<double>(v.size()); };
+  if (o.json) {
+    nlohmann::json j{{"dist", d.name}, {"ranks", o.ranks}, {"max_seqlen_per_rank", o.max_per_rank}, {"batches", o.batches},
+                     {"batch_size", B}, {"seed", o.seed}, {"cost", cost.describe()}, {"cplab_worse_than_megatron", worse}};
+    for (auto [name, acc] : {std::pair<const char*, const Acc*>{"megatron", &meg}, {"cplab", &ours}})
+      j[name] = {{"ratio_mean", mean(acc->ratio)}, {"ratio_p50", quantile(acc->ratio, 0.5)}, {"ratio_p99", quantile(acc->ratio, 0.99)},
+                 {"ratio_max", quantile(acc->ratio, 1.0)}, {"speedup_over_static_mean", mean(acc->speedup)},
+                 {"unaligned_batches", acc->unaligned}, {"seconds", acc->seconds}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("cplab schedule: %lld batches of %lld from %s (%s), %lld ranks, max %lld tokens per rank, seed %lld\n"
+                "cost: %s\nratio = makespan / moldable lower bound; speedup = static CP (pinned to the batch's longest\n"
+                "sequence) makespan / this makespan, both under the same cost model\n\n",
+                static_cast<long long>(o.batches), static_cast<long long>(B), d.name.c_str(), o.dist.c_str(),
+                static_cast<long long>(o.ranks), static_cast<long long>(o.max_per_rank), o.seed, cost.describe().c_str());
+    std::printf("%-10s %11s %10s %10s %10s %16s %10s %9s\n", "scheduler", "ratio mean", "p50", "p99", "max", "speedup vs static",
+                "unaligned", "time (s)");
+    for (auto [name, acc] : {std::pair<const char*, const Acc*>{"megatron", &meg}, {"cplab", &ours}})
+      std::printf("%-10s %11.4f %10.4f %10.4f %10.4f %16.3f %10d %9.3f\n", name, mean(acc->ratio), quantile(acc->ratio, 0.5),
+                  quantile(acc->ratio, 0.99), quantile(acc->ratio, 1.0), mean(acc->speedup), acc->unaligned, acc->seconds);
+    std::printf("\ncplab's makespan was worse than Megatron v1's on %d of %lld batches\n", worse, static_cast<long long>(o.batches));
+  }
+  return 0;
+}
+
+int schedule_action(const ScheduleOptions& o) {
+  const CostModel cost = parse_cost(o.cost, o.cost_params);
+  require(!o.dist.empty() || !o.lengths.empty(), "give --lengths L1,L2,... or --dist FILE");
+  require(o.dist.empty() || o.lengths.empty(), "--lengths and --dist exclude each other");
+  if (!o.dist.empty()) {
+    check_batch({1}, o.ranks, o.max_per_rank);
+    return dist_action(o, cost);
+  }
+  const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");
+  check_batch(L, o.ranks, o.max_per_rank);
+  const DcpSchedule s = run_scheduler(o.scheduler, L, o.ranks, o.max_per_rank, cost);
+  const DcpBound lb = lower_bounds(L, o.ranks, o.max_per_rank, cost);
+  if (o.json) {
+    std::cout << nlohmann::json{{"scheduler", o.scheduler}, {"ranks", o.ranks}, {"max_seqlen_per_rank", o.max_per_rank},
+                                {"cost", cost.describe()}, {"lengths", L}, {"rounds", schedule_json(s)},
+                                {"makespan", s.makespan}, {"lower_bound", lb.moldable}, {"lower_bound_rigid", lb.rigid},
+                                {"ratio", s.makespan / lb.moldable}, {"utilization", s.utilization},
+                                {"aligned", s.aligned}, {"unaligned", s.unaligned}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("cplab schedule: %s scheduler, %lld ranks, max %lld tokens per rank, %zu samples\ncost: %s\n\n",
+              o.scheduler.c_str(), static_cast<long long>(o.ranks), static_cast<long long>(o.max_per_rank), L.size(),
+              cost.describe().c_str());
+  print_schedule(s, L);
+  std::printf("\nmakespan %.4g (sum over rounds of the longest group), lower bound %.4g (any power-of-two sizes;\n"
+              "%.4g if every sample keeps its minimum CP size), ratio %.4f, utilization %.3f\n"
+              "all groups aligned process groups: %s\n",
+              s.makespan, lb.moldable, lb.rigid, s.makespan / lb.moldable, s.utilization, s.aligned ? "yes" : "NO");
+  for (const std::string& u : s.unaligned) std::printf("  %s\n", u.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void setup_schedule(CLI::App& app, int& status) {
+  auto o = std::make_shared<ScheduleOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "schedule", "Dynamic CP: place a batch of sequences on groups of ranks, round by round, with Megatron's\n"
+                  "BalancedCPScheduler (v1) or cplab's, and compare with a lower bound. Example:\n"
+                  "  cplab schedule --ranks 8 --max-seqlen-per-rank 4096 --lengths 32768,16384,8192,4096,4096,4096,4096,2048 --scheduler megatron");
+  sub->add_option("--ranks", o->ranks, "DP x CP ranks (a power of two)")->capture_default_str();
+  sub->add_option("--max-seqlen-per-rank", o->max_per_rank, "tokens one rank can hold (Megatron's --max-seqlen-per-dp-cp-rank)")->capture_default_str();
+  sub->add_option("--lengths", o->lengths, "the batch: sequence lengths, e.g. 32768,16384,8192");
+  sub->add_option("--scheduler", o->scheduler, "megatron (v1, BalancedCPScheduler) | cplab")->capture_default_str();
+  sub->add_option("--cost", o->cost, "l2 (Megatron's L^2/cp) | overhead (adds CP communication and setup)")->capture_default_str();
+  sub->add_option("--cost-param", o->cost_params, "overhead parameters, e.g. a=0.5,alpha=0.2,beta=0.3,o=1");
+  sub->add_option("--dist", o->dist, "schedule random batches from a length distribution (data/dcp/*.json)");
+  sub->add_option("--batches", o->batches, "with --dist: how many batches")->capture_default_str();
+  sub->add_option("--batch-size", o->batch_size, "with --dist: sequences per batch (0: the file's batch_size)")->capture_default_str();
+  sub->add_option("--seed", o->seed, "with --dist: seed of the batches")->capture_default_str();
+  sub->add_flag("--json", o->json, "print JSON");
+  sub->callback([o, &status] { status = schedule_action(*o); });
+}
+
+}  // namespace cplab::app

@@ -1,0 +1,100 @@
+// test_dcp.cpp: dynamic CP scheduling: Megatron v1 reproduced on the seed's example, its
+// misalignment hazard detected, lower bounds, cplab's scheduler valid and aligned, bad batches.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "dcp_batches.h"
+#include "dcp_cplab.h"
+#include "dcp_megatron.h"
+#include "error.h"
+
+using namespace cplab;
+
+namespace {
+const std::vector<std::int64_t> kSeed = {32768, 16384, 8192, 4096, 4096, 4096, 4096, 2048};
+
+std::vector<std::vector<int>> per_rank(const DcpRound& r, std::int64_t N) {
+  std::vector<std::vector<int>> out(static_cast<size_t>(N));
+  for (const DcpGroup& g : r.groups)
+    for (std::int64_t q = g.start; q < g.start + g.size; ++q) out[static_cast<size_t>(q)] = g.samples;
+  return out;
+}
+}  // namespace
+
+TEST_CASE("dcp: cp_min is Megatron's smallest power of two with L <= c*M") {
+  CHECK(cp_min(32768, 4096) == 8);
+  CHECK(cp_min(4096, 4096) == 1);
+  CHECK(cp_min(4097, 4096) == 2);
+  CHECK(cp_min(1, 4096) == 1);
+  CHECK(cp_min(12288, 4096) == 4);
+}
+
+TEST_CASE("dcp: Megatron v1 on the seed's example gives the real placement of the notes (not the seed's table)") {
+  const DcpSchedule s = schedule_megatron_v1(kSeed, 8, 4096, CostModel{});
+  REQUIRE(s.rounds.size() == 2);
+  const auto r0 = per_rank(s.rounds[0], 8);
+  for (const auto& r : r0) CHECK(r == std::vector<int>{0});
+  const auto r1 = per_rank(s.rounds[1], 8);
+  for (int q = 0; q < 4; ++q) CHECK(r1[static_cast<size_t>(q)] == std::vector<int>{1});
+  CHECK(r1[4] == std::vector<int>{2});
+  CHECK(r1[5] == std::vector<int>{2});
+  CHECK(r1[6] == std::vector<int>{3, 5, 7});  // the seed's table says {3, 4, 7}
+  CHECK(r1[7] == std::vector<int>{4, 6});
+  std::vector<double> loads;
+  for (const DcpGroup& g : s.rounds[1].groups) loads.push_back(g.load);
+  CHECK(loads == std::vector<double>{64, 32, 36, 32});
+  CHECK(s.makespan == 192);
+  CHECK(s.aligned);
+  const DcpBound b = lower_bounds(kSeed, 8, 4096, CostModel{});
+  CHECK(b.rigid == 192);
+  CHECK(b.moldable == doctest::Approx(176.5).epsilon(1e-9));
+}
+
+TEST_CASE("dcp: Megatron v1's misaligned group (notes 1.8) is detected") {
+  const std::vector<std::int64_t> L = {8192, 3072, 12288, 16384, 8192, 3072, 6144, 6144, 6144, 16384};
+  const DcpSchedule s = schedule_megatron_v1(L, 8, 4096, CostModel{});
+  CHECK_FALSE(s.aligned);
+  REQUIRE(s.unaligned.size() == 1);
+  CHECK(s.unaligned[0] == "round 2: group of ranks 2..5 (size 4) is not an aligned process group");
+}
+
+TEST_CASE("dcp: cplab's scheduler is valid, aligned, and reaches the bound on the seed's example") {
+  for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
+    const DcpSchedule s = schedule_cplab(kSeed, 8, 4096, cost);
+    CHECK(s.aligned);
+    CHECK_NOTHROW(check(s, kSeed, 4096));
+    const DcpBound b = lower_bounds(kSeed, 8, 4096, cost);
+    CHECK(s.makespan >= b.moldable - 1e-9);
+    if (cost.kind == CostModel::Kind::l2) CHECK(s.makespan == doctest::Approx(b.moldable).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("dcp: over random batches cplab's groups are always aligned and every schedule is valid") {
+  std::mt19937_64 rng(1);
+  const LengthDist d{"t", "", {{1.0, 1024, 1.2}}, 128, 32768, 32};
+  for (std::int64_t N : {8, 16, 64})
+    for (int b = 0; b < 30; ++b) {
+      const auto L = sample_batch(d, 32, rng);
+      for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
+        const DcpSchedule c = schedule_cplab(L, N, 4096, cost);
+        CHECK(c.aligned);
+        CHECK_NOTHROW(check(c, L, 4096));
+        const DcpSchedule m = schedule_megatron_v1(L, N, 4096, cost);
+        CHECK_NOTHROW(check(m, L, 4096));
+        CHECK(c.makespan >= lower_bounds(L, N, 4096, cost).moldable - 1e-9);
+      }
+    }
+}
+
+TEST_CASE("dcp: bad batches and cost parameters are refused with the rule") {
+  CHECK_THROWS_WITH_AS(check_batch({40000}, 8, 4096), "sample 0 has length 40000, more than ranks x max-seqlen-per-rank = 8 x 4096 = 32768", Error);
+  CHECK_THROWS_WITH_AS(check_batch({10}, 6, 4096), "ranks 6 is not a power of two (DCP groups are aligned power-of-two blocks)", Error);
+  CHECK_THROWS_WITH_AS(check_batch({}, 8, 4096), "the batch is empty", Error);
+  CHECK_THROWS_WITH_AS(check_batch({5, 0}, 8, 4096), "sample 1 has length 0 (must be >= 1)", Error);
+  CHECK_THROWS_WITH_AS(parse_cost("cubic", ""), "cost 'cubic' is not one of: l2, overhead", Error);
+  CHECK_THROWS_WITH_AS(parse_cost("overhead", "gamma=1"), "cost parameter 'gamma' is not one of: a, alpha, beta, o", Error);
+  CHECK_THROWS_WITH_AS(read_length_dist("/nonexistent.json"), "/nonexistent.json: cannot open the distribution file", Error);
+  CHECK(dcp_groups(8).size() == 4);
+  CHECK(dcp_groups(8)[2].second == std::vector<std::int64_t>{0, 4});
+}
