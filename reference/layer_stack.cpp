@@ -83,7 +83,7 @@ StackResult dense_stack(const StackSpec& s, const std::vector<LayerWeights>& w, 
     outs.push_back(dense_forward(locals.back().q, locals.back().k, locals.back().v, mask, scale));
     xs.push_back(xs.back() + mat_of(outs.back().o) * w[at(l)].wo);
   }
-  StackResult r{xs.back(), dy, {}};
+  StackResult r{xs.back(), dy, {}, {}};
   r.dw.resize(at(L));
   for (index_t l = L - 1; l >= 0; --l) {
     const LayerWeights& wl = w[at(l)];
@@ -144,6 +144,7 @@ StackResult cp_stack(const StackSpec& s, const Partition& part, const std::vecto
   const auto mine = comm.reduce_scatter<double>("dw", flat);
   const std::vector<double> summed = comm.all_gather<double>("dw", mine)[0];
   StackResult res;
+  res.dw_rank = dw;
   PerRank<double> ys, dxs;
   for (index_t r = 0; r < P; ++r) ys.push_back(heads_of(xs[at(r)].back(), 1, s.hidden)), dxs.push_back(heads_of(dx[at(r)], 1, s.hidden));
   res.y = mat_of(unshard(part, ys));

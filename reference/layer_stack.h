@@ -33,7 +33,8 @@ struct LayerWeights {
 struct StackResult {
   Mat<double> y;                        // (S, hidden) output of the last layer, sequence order
   Mat<double> dx;                       // (S, hidden)
-  std::vector<LayerWeights> dw;         // per layer
+  std::vector<LayerWeights> dw;         // per layer (cp_stack: summed over the CP group)
+  std::vector<std::vector<LayerWeights>> dw_rank;  // cp_stack: each rank's own partial, per layer
 };
 
 std::vector<LayerWeights> random_weights(const StackSpec& s, std::uint64_t seed);

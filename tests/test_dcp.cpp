@@ -98,3 +98,24 @@ TEST_CASE("dcp: bad batches and cost parameters are refused with the rule") {
   CHECK(dcp_groups(8).size() == 4);
   CHECK(dcp_groups(8)[2].second == std::vector<std::int64_t>{0, 4});
 }
+
+#include "dcp_execute.h"
+
+TEST_CASE("dcp: executing schedules matches dense attention per sequence, and per-token loss scaling is exact") {
+  const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the seed's shape at 1/128 scale
+  for (const char* which : {"megatron", "cplab"})
+    for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
+      const DcpSchedule s = std::string(which) == "megatron" ? schedule_megatron_v1(L, 8, 32, cost) : schedule_cplab(L, 8, 32, cost);
+      for (const char* mode : {"p2p", "allgather"}) {
+        CAPTURE(which);
+        CAPTURE(mode);
+        const DcpExecution ex = execute_schedule(s, L, ModeSpec{mode}, 3);
+        CHECK(ex.tokens == 592);
+        CHECK(ex.output_error <= 1e-10);
+        CHECK(ex.gradient_error <= 1e-10);
+        if (s.rounds.size() > 0 && s.ranks > 1) CHECK(ex.overcount_error > 0.1);  // summing group totals again is caught
+      }
+    }
+  CHECK_THROWS_WITH_AS(execute_schedule(schedule_cplab({100}, 8, 32, CostModel{}), {100}, ModeSpec{"p2p"}, 1),
+                       doctest::Contains("not a multiple of 2 x ranks = 16"), Error);
+}
