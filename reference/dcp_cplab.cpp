@@ -1,6 +1,8 @@
 // dcp_cplab.cpp: allotment ladder, greedy aligned placement, local improvement (see dcp_cplab.h).
 #include "dcp_cplab.h"
 
+#include "dcp_megatron.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -204,6 +206,56 @@ void improve(const Ctx& x, std::vector<Round>& rounds) {
   }
 }
 
+// One round of first-fit-decreasing bins: every sample takes its allotted size c; samples needing
+// all N ranks are stacked in a round of their own; the others are packed, class by class, into
+// bins of capacity T (a bin = one group of size c running its samples back to back). Feasible if
+// the bins fit in N ranks; blocks are handed out size-descending, so every group is aligned.
+bool bins_round(const Ctx& x, const std::vector<std::int64_t>& size, double T, std::vector<Round>& out) {
+  out.clear();
+  Round full{{}, std::vector<char>(static_cast<size_t>(x.N), 0)}, rest{{}, std::vector<char>(static_cast<size_t>(x.N), 0)};
+  std::vector<int> order(x.L.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto t_of = [&](int i) { return x.cost.time(x.L[static_cast<size_t>(i)], size[static_cast<size_t>(i)]); };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (size[static_cast<size_t>(a)] != size[static_cast<size_t>(b)]) return size[static_cast<size_t>(a)] > size[static_cast<size_t>(b)];
+    return t_of(a) > t_of(b);
+  });
+  std::vector<Block> bins;
+  std::int64_t used = 0;
+  for (int i : order) {
+    const std::int64_t c = size[static_cast<size_t>(i)];
+    const double t = t_of(i);
+    if (c == x.N) {
+      if (full.blocks.empty()) full.blocks.push_back(Block{0, x.N, 0, {}}), full.mark(0, x.N, 1);
+      full.blocks[0].samples.push_back(i);
+      full.blocks[0].load += t;
+      continue;
+    }
+    Block* fit = nullptr;
+    for (Block& b : bins)
+      if (b.size == c && b.load + t <= T + 1e-12) {
+        fit = &b;
+        break;
+      }
+    if (!fit) {
+      used += c;
+      if (used > x.N) return false;
+      bins.push_back(Block{0, c, 0, {}});
+      fit = &bins.back();
+    }
+    fit->samples.push_back(i);
+    fit->load += t;
+  }
+  for (Block& b : bins) {  // size-descending (bins were opened in that order): aligned buddy blocks
+    b.start = rest.free_block(b.size);
+    rest.mark(b.start, b.size, 1);
+    rest.blocks.push_back(b);
+  }
+  if (!full.blocks.empty()) out.push_back(std::move(full));
+  if (!rest.blocks.empty()) out.push_back(std::move(rest));
+  return true;
+}
+
 // sizes for a time budget T: least work among sizes meeting T (the fastest size if none does)
 std::vector<std::int64_t> allot(const Ctx& x, double T) {
   std::vector<std::int64_t> size;
@@ -239,9 +291,50 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     placed.emplace_back(total(r), std::move(r));
   }
   std::stable_sort(placed.begin(), placed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (placed.size() > 2) placed.resize(2);  // the two shortest greedy placements
+  // one-round FFD bins: bisection on the bin capacity T (allotment and capacity both T); the
+  // shortest one joins the local search
+  {
+    std::vector<std::pair<double, std::vector<Round>>> bins;
+    double lo = lb, hi = lb;
+    std::vector<Round> r;
+    for (int k = 0; k < 60 && !bins_round(x, allot(x, hi), hi, r); ++k) hi *= 1.5;
+    if (bins_round(x, allot(x, hi), hi, r)) {
+      for (int it = 0; it < 24; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        if (bins_round(x, allot(x, mid), mid, r)) {
+          hi = mid;
+          bins.emplace_back(total(r), r);
+        } else {
+          lo = mid;
+        }
+      }
+      bins_round(x, allot(x, hi), hi, r);
+      bins.emplace_back(total(r), std::move(r));
+      std::stable_sort(bins.begin(), bins.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      placed.push_back(std::move(bins.front()));
+    }
+  }
+  // Megatron v1's own placement, when it is aligned, is a starting point too: the result is then
+  // never worse than v1 on the same batch and cost model
+  {
+    const DcpSchedule m = schedule_megatron_v1(lengths, N, M, cost);
+    if (m.aligned) {
+      std::vector<Round> r;
+      for (const DcpRound& dr : m.rounds) {
+        Round R{{}, std::vector<char>(static_cast<size_t>(N), 0)};
+        for (const DcpGroup& g : dr.groups) {
+          R.blocks.push_back(Block{g.start, g.size, block_load(x, g.samples, g.size), g.samples});
+          R.mark(g.start, g.size, 1);
+        }
+        r.push_back(std::move(R));
+      }
+      placed.emplace_back(total(r), std::move(r));
+    }
+  }
   std::vector<Round> best;
   double best_len = 0;
-  for (size_t i = 0; i < placed.size() && i < 3; ++i) {
+  for (size_t i = 0; i < placed.size(); ++i) {
     std::vector<Round> r = std::move(placed[i].second);
     improve(x, r);
     const double len = total(r);

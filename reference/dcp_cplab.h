@@ -9,9 +9,14 @@
 //      least to the makespan: onto an existing group of its size in some round, onto a new aligned
 //      group in a round's free ranks (blocks are handed out size-descending from rank 0, so every
 //      group is an aligned buddy block), or into a new round;
-//   3. local improvement: move single samples between groups of the same size, and grow a round's
-//      longest group into free aligned ranks (size 2c) while that shortens the schedule;
-//   the best candidate wins. Every schedule is checked (dcp_schedule.h check()) and aligned.
+//   3. one-round first-fit-decreasing bins of capacity T (bisection on T), and Megatron v1's own
+//      placement when it is aligned, as further starting points (so the result is never worse
+//      than v1's on the same batch and cost model);
+//   4. local improvement on the two shortest greedy placements, the shortest bins placement and
+//      v1's: relocate a sample of a round's longest group to any group or free aligned block of a
+//      size it may use (in any round, or a new one), and grow a round's longest group into free
+//      aligned ranks, while the makespan drops; the best result wins.
+// Every schedule is checked (dcp_schedule.h check()) and aligned.
 // What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
 #pragma once
 
