@@ -59,7 +59,7 @@ std::vector<Round> place(const Ctx& x, const std::vector<std::int64_t>& size) {
   for (int i : order) {
     const std::int64_t c = size[static_cast<size_t>(i)];
     const double t = t_of(i);
-    double best = t;  // a new round
+    double best = t;  // a new round, the last resort: on ties a sample joins an existing round
     int br = -1, bb = -1;
     std::int64_t bstart = -1;
     for (size_t k = 0; k < rounds.size(); ++k) {
@@ -68,12 +68,12 @@ std::vector<Round> place(const Ctx& x, const std::vector<std::int64_t>& size) {
         const Block& B = rounds[k].blocks[b];
         if (B.size != c) continue;
         const double d = std::max(len, B.load + t) - len;
-        if (d < best - 1e-12) best = d, br = static_cast<int>(k), bb = static_cast<int>(b), bstart = -1;
+        if (d < best - 1e-12 || (br < 0 && d <= best + 1e-12)) best = d, br = static_cast<int>(k), bb = static_cast<int>(b), bstart = -1;
       }
       const std::int64_t s = rounds[k].free_block(c);
       if (s >= 0) {
         const double d = std::max(len, t) - len;
-        if (d < best - 1e-12) best = d, br = static_cast<int>(k), bb = -1, bstart = s;
+        if (d < best - 1e-12 || (br < 0 && d <= best + 1e-12)) best = d, br = static_cast<int>(k), bb = -1, bstart = s;
       }
     }
     if (br < 0) {
@@ -115,7 +115,7 @@ std::pair<double, double> top2(const Round& R) {
 //   in any round's free ranks, or into a new round; and grow a round's longest group into free
 //   aligned ranks of twice its size.
 void improve(const Ctx& x, std::vector<Round>& rounds) {
-  const int max_iter = 4 * static_cast<int>(x.L.size()) + 20;
+  const int max_iter = std::min(150, 4 * static_cast<int>(x.L.size()) + 20);  // bounded: scheduling must stay fast
   for (int iter = 0; iter < max_iter; ++iter) {
     bool changed = false;
     for (Round& R : rounds) {  // grow
@@ -157,26 +157,34 @@ void improve(const Ctx& x, std::vector<Round>& rounds) {
         const double gain_out = tops[k].first - new_len_k;
         if (gain_out <= 1e-12) continue;
         const std::int64_t cmin = cp_min(Li, x.M);
+        double tc[64];  // t(Li, 2^j) for the sizes it may use
+        for (std::int64_t c2 = cmin, j = 0; c2 <= x.N; c2 *= 2, ++j) tc[j] = x.cost.time(Li, c2);
+        auto t_at = [&](std::int64_t c2) {
+          int j = 0;
+          for (std::int64_t c = cmin; c < c2; c *= 2) ++j;
+          return tc[j];
+        };
         for (size_t k2 = 0; k2 <= rounds.size(); ++k2) {
-          for (std::int64_t c2 = cmin; c2 <= x.N; c2 *= 2) {
-            const double t2 = x.cost.time(Li, c2);
-            if (k2 == rounds.size()) {  // a new round
-              const double g = gain_out - t2;
+          if (k2 == rounds.size()) {  // a new round, at the fastest size
+            for (std::int64_t c2 = cmin; c2 <= x.N; c2 *= 2) {
+              const double g = gain_out - t_at(c2);
               if (g > best.gain) best = Move{g, static_cast<int>(k), static_cast<int>(b), static_cast<int>(si), static_cast<int>(k2), -1, c2, 0};
-              continue;
             }
-            const Round& R2 = rounds[k2];
-            const double len2 = k2 == k ? new_len_k : tops[k2].first;
-            for (size_t b2 = 0; b2 < R2.blocks.size(); ++b2) {
-              if (R2.blocks[b2].size != c2 || (k2 == k && b2 == b)) continue;
-              const double g = gain_out - (std::max(len2, R2.blocks[b2].load + t2) - len2);
-              if (g > best.gain) best = Move{g, static_cast<int>(k), static_cast<int>(b), static_cast<int>(si), static_cast<int>(k2), static_cast<int>(b2), c2, 0};
-            }
+            continue;
+          }
+          const Round& R2 = rounds[k2];
+          const double len2 = k2 == k ? new_len_k : tops[k2].first;
+          for (size_t b2 = 0; b2 < R2.blocks.size(); ++b2) {  // onto an existing group it may use
+            const Block& T2 = R2.blocks[b2];
+            if (T2.size < cmin || (k2 == k && b2 == b)) continue;
+            const double g = gain_out - (std::max(len2, T2.load + t_at(T2.size)) - len2);
+            if (g > best.gain) best = Move{g, static_cast<int>(k), static_cast<int>(b), static_cast<int>(si), static_cast<int>(k2), static_cast<int>(b2), T2.size, 0};
+          }
+          for (std::int64_t c2 = cmin; c2 <= x.N; c2 *= 2) {  // onto a new aligned group in free ranks
+            const double g = gain_out - (std::max(len2, t_at(c2)) - len2);
+            if (g <= best.gain) continue;
             const std::int64_t s2 = R2.free_block(c2);
-            if (s2 >= 0) {
-              const double g = gain_out - (std::max(len2, t2) - len2);
-              if (g > best.gain) best = Move{g, static_cast<int>(k), static_cast<int>(b), static_cast<int>(si), static_cast<int>(k2), -1, c2, s2};
-            }
+            if (s2 >= 0) best = Move{g, static_cast<int>(k), static_cast<int>(b), static_cast<int>(si), static_cast<int>(k2), -1, c2, s2};
           }
         }
       }
