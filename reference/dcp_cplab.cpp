@@ -46,8 +46,9 @@ double total(const std::vector<Round>& rs) {
   return t;
 }
 
-// greedy placement of samples with given sizes
-std::vector<Round> place(const Ctx& x, const std::vector<std::int64_t>& size) {
+// samples by allotted size, then time, both descending (stable): the order that keeps buddy
+// allocation aligned and places the long ones first
+std::vector<int> size_time_order(const Ctx& x, const std::vector<std::int64_t>& size) {
   std::vector<int> order(x.L.size());
   std::iota(order.begin(), order.end(), 0);
   auto t_of = [&](int i) { return x.cost.time(x.L[static_cast<size_t>(i)], size[static_cast<size_t>(i)]); };
@@ -55,6 +56,13 @@ std::vector<Round> place(const Ctx& x, const std::vector<std::int64_t>& size) {
     if (size[static_cast<size_t>(a)] != size[static_cast<size_t>(b)]) return size[static_cast<size_t>(a)] > size[static_cast<size_t>(b)];
     return t_of(a) > t_of(b);
   });
+  return order;
+}
+
+// greedy placement of samples with given sizes
+std::vector<Round> place(const Ctx& x, const std::vector<std::int64_t>& size) {
+  auto t_of = [&](int i) { return x.cost.time(x.L[static_cast<size_t>(i)], size[static_cast<size_t>(i)]); };
+  const std::vector<int> order = size_time_order(x, size);
   std::vector<Round> rounds;
   for (int i : order) {
     const std::int64_t c = size[static_cast<size_t>(i)];
@@ -221,13 +229,8 @@ void improve(const Ctx& x, std::vector<Round>& rounds) {
 bool bins_round(const Ctx& x, const std::vector<std::int64_t>& size, double T, std::vector<Round>& out) {
   out.clear();
   Round full{{}, std::vector<char>(static_cast<size_t>(x.N), 0)}, rest{{}, std::vector<char>(static_cast<size_t>(x.N), 0)};
-  std::vector<int> order(x.L.size());
-  std::iota(order.begin(), order.end(), 0);
   auto t_of = [&](int i) { return x.cost.time(x.L[static_cast<size_t>(i)], size[static_cast<size_t>(i)]); };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (size[static_cast<size_t>(a)] != size[static_cast<size_t>(b)]) return size[static_cast<size_t>(a)] > size[static_cast<size_t>(b)];
-    return t_of(a) > t_of(b);
-  });
+  const std::vector<int> order = size_time_order(x, size);
   std::vector<Block> bins;
   std::int64_t used = 0;
   for (int i : order) {
