@@ -1,6 +1,7 @@
 // dcp_cplab.cpp: allotment ladder, greedy aligned placement, local improvement (see dcp_cplab.h).
 #include "dcp_cplab.h"
 
+#include "dcp_exact.h"
 #include "dcp_megatron.h"
 
 #include <algorithm>
@@ -353,6 +354,15 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   }
   DcpSchedule s;
   s.ranks = N;
+  // small batches: exhaustive search, bounded by the heuristic's makespan, replaces it if shorter
+  if (lengths.size() <= 7 && N <= 8) {
+    bool complete = false;
+    DcpSchedule e = schedule_exact(lengths, N, M, cost, best_len, 2000000, complete);
+    if (!e.rounds.empty() && e.makespan < best_len - 1e-12) {
+      check(e, lengths, M);
+      return e;
+    }
+  }
   for (const Round& R : best) {
     DcpRound out;
     std::vector<Block> blocks = R.blocks;

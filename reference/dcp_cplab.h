@@ -16,6 +16,8 @@
 //      v1's: relocate a sample of a round's longest group to any group or free aligned block of a
 //      size it may use (in any round, or a new one), and grow a round's longest group into free
 //      aligned ranks, while the makespan drops; the best result wins.
+//   5. batches of at most 7 samples on at most 8 ranks: exhaustive search (dcp_exact.h) below the
+//      heuristic's makespan.
 // Every schedule is checked (dcp_schedule.h check()) and aligned.
 // What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
 #pragma once
