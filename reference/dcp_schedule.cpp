@@ -94,10 +94,18 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
     else area += static_cast<double>(c) * t / n, tallest = std::max(tallest, t);
   }
   b.rigid = full + std::max(area, tallest);
-  // moldable, by dual approximation: W(T) = sum_i min{c t(L_i, c) : c >= cp_min, t(L_i, c) <= T}
+  // moldable. Samples whose minimum size is already N occupy every rank while they run, so they
+  // add their time on N ranks in full; the others by dual approximation:
+  // W(T) = sum_i min{c t(L_i, c) : c >= cp_min, t(L_i, c) <= T}
+  double whole = 0;
+  std::vector<std::int64_t> rest;
+  for (std::int64_t L : lengths) {
+    if (cp_min(L, M) == N) whole += cost.time(L, N);
+    else rest.push_back(L);
+  }
   auto work_within = [&](double T) {
     double W = 0;
-    for (std::int64_t L : lengths) {
+    for (std::int64_t L : rest) {
       double best = -1;
       for (std::int64_t c = cp_min(L, M); c <= N; c *= 2) {
         const double t = cost.time(L, c);
@@ -109,7 +117,7 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
     return W;
   };
   double lo = 0, hi = 0;
-  for (std::int64_t L : lengths) {
+  for (std::int64_t L : rest) {
     double tmin = cost.time(L, cp_min(L, M));
     for (std::int64_t c = cp_min(L, M); c <= N; c *= 2) tmin = std::min(tmin, cost.time(L, c));
     lo = std::max(lo, tmin);             // no sample finishes faster than its fastest size
@@ -122,7 +130,7 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
     if (W >= 0 && W <= n * mid) hi = mid;
     else lo = mid;
   }
-  b.moldable = hi;
+  b.moldable = whole + (rest.empty() ? 0.0 : hi);
   return b;
 }
 

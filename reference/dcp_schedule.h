@@ -53,7 +53,8 @@ std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> dcp_groups(std::
 
 struct DcpBound {
   double rigid = 0;     // every sample at cp_min: sum_{c=N} t + max(sum_{c<N} c t / N, max_{c<N} t)
-  double moldable = 0;  // min T with sum_i min{c t(L_i, c) : t <= T} <= N T (and T >= every min time)
+  double moldable = 0;  // sum of t(L, N) over samples that need all N ranks, plus, for the others,
+                        // min T with sum_i min{c t(L_i, c) : t <= T} <= N T (and T >= every min time)
 };
 DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost);
 
