@@ -37,7 +37,7 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
   if (icp * ocp != cfg.part.cp() || cfg.part.layout() != Layout::zigzag || cfg.packed() || q[0].h % icp != 0 ||
       k[0].h % icp != 0)
     throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked, heads and KV heads divisible by icp");
-  const index_t P = cfg.part.cp(), hg = q[0].h / icp;
+  const index_t P = cfg.part.cp();
   HcpForward<T> f;
   f.q.resize(at(P));
   f.k.resize(at(P));
@@ -69,14 +69,12 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
     for (index_t a = 0; a < icp; ++a) f.out.o[at(p * icp + a)] = std::move(back[at(a)]);
   }
   // LSE stays head-sharded in the rings; for the report it is read in place (not a message)
-  const Partition outer = outer_partition(cfg.part, ocp);
-  for (index_t g = 0; g < P; ++g) {
-    Rows<T> l(q[0].h, cfg.part.local_len());
-    for (index_t t = 0; t < cfg.part.local_len(); ++t) {
-      const RankLocal o = outer.owner(cfg.part.global(g, t));
-      for (index_t a = 0; a < icp; ++a) l.block(a * hg, t, hg, 1) = f.rings[at(a)].lse[at(o.rank)].col(o.local);
-    }
-    f.out.lse.push_back(std::move(l));
+  f.out.lse.resize(at(P));
+  for (index_t p = 0; p < ocp; ++p) {
+    std::vector<Rows<T>> group;
+    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].lse[at(p)]);
+    std::vector<Rows<T>> back = lse_in_place(hcp_inner_plan(cfg.part, icp, ocp, p), group);
+    for (index_t a = 0; a < icp; ++a) f.out.lse[at(p * icp + a)] = std::move(back[at(a)]);
   }
   if (comm.pending() != 0) throw std::logic_error("hierarchical forward left undelivered messages");
   return f;

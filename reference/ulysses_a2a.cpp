@@ -124,6 +124,23 @@ PerRank<T> a2a_after(const A2aPlan& plan, const PerRank<T>& y, const std::string
 }
 
 template <class T>
+std::vector<Rows<T>> lse_in_place(const A2aPlan& plan, const std::vector<Rows<T>>& lse) {
+  const size_t G = plan.members.size();
+  const index_t hg = lse[0].rows();
+  std::vector<Rows<T>> out;
+  for (size_t i = 0; i < G; ++i) {
+    Rows<T> l(hg * static_cast<index_t>(G), static_cast<index_t>(plan.from[i].size()));
+    for (size_t g = 0; g < G; ++g) {
+      const auto at = where(plan.to[g]);
+      for (size_t t = 0; t < plan.from[i].size(); ++t)
+        l.block(static_cast<index_t>(g) * hg, static_cast<index_t>(t), hg, 1) = lse[g].col(at.at(plan.from[i][t]));
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+template <class T>
 UlyssesForward<T> ulysses_forward(const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
                                   const PerRank<T>& v, SimComm& comm) {
   const int P = static_cast<int>(cfg.part.cp());
@@ -151,15 +168,7 @@ UlyssesForward<T> ulysses_forward(const CpConfig<T>& cfg, const PerRank<T>& q, c
   }
   comm.set_step(Phase::fwd, 2);
   f.out.o = a2a_after(plan, f.o, "o", comm);
-  // LSE stays head-sharded on the rank that computed it (TE keeps it for the backward); for the
-  // report it is read in place, which is not a message.
-  for (int r = 0; r < P; ++r) {
-    Rows<T> l(q[0].h, cfg.part.local_len());
-    for (int g = 0; g < P; ++g)
-      for (index_t t = 0; t < cfg.part.local_len(); ++t)
-        l.block(g * hg, t, hg, 1) = f.lse[static_cast<size_t>(g)].col(cfg.part.global(r, t));
-    f.out.lse.push_back(std::move(l));
-  }
+  f.out.lse = lse_in_place(plan, f.lse);
   if (comm.pending() != 0) throw std::logic_error("ulysses forward left undelivered messages");
   return f;
 }
@@ -199,6 +208,7 @@ CpGrads<T> ulysses_backward(const CpConfig<T>& cfg, const UlyssesForward<T>& f, 
 #define CPLAB_INSTANTIATE(T)                                                                                \
   template PerRank<T> a2a_before<T>(const A2aPlan&, const PerRank<T>&, const std::string&, SimComm&);      \
   template PerRank<T> a2a_after<T>(const A2aPlan&, const PerRank<T>&, const std::string&, SimComm&);       \
+  template std::vector<Rows<T>> lse_in_place<T>(const A2aPlan&, const std::vector<Rows<T>>&);              \
   template UlyssesForward<T> ulysses_forward<T>(const CpConfig<T>&, const PerRank<T>&, const PerRank<T>&,  \
                                                 const PerRank<T>&, SimComm&);                               \
   template CpGrads<T> ulysses_backward<T>(const CpConfig<T>&, const UlyssesForward<T>&, const PerRank<T>&, \

@@ -35,6 +35,12 @@ PerRank<T> a2a_before(const A2aPlan& plan, const PerRank<T>& x, const std::strin
 template <class T>
 PerRank<T> a2a_after(const A2aPlan& plan, const PerRank<T>& y, const std::string& name, SimComm& comm);
 
+// The LSE after an all-to-all stays head-sharded where it was computed (TE keeps it there for the
+// backward). lse[g] is member g's (h/G, |to[g]|) LSE; returns every member's (h, |from[i]|) LSE in
+// its data-layout order, read in place for reports: no message is sent.
+template <class T>
+std::vector<Rows<T>> lse_in_place(const A2aPlan& plan, const std::vector<Rows<T>>& lse);
+
 // --mode a2a: the whole cp group; Q/K/V per rank in the data layout; KV heads divisible by cp.
 template <class T>
 struct UlyssesForward {
