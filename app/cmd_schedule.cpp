@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "dcp_batches.h"
+#include "dcp_bounds.h"
 #include "dcp_cplab.h"
 #include "dcp_megatron.h"
 #include "error.h"
@@ -44,46 +45,82 @@ nlohmann::json schedule_json(const DcpSchedule& s) {
     for (const DcpGroup& g : r.groups) {
       std::vector<std::int64_t> ranks;
       for (std::int64_t q = g.start; q < g.start + g.size; ++q) ranks.push_back(q);
-      groups.push_back({{"ranks", ranks}, {"cp", g.size}, {"samples", g.samples}, {"load", g.load}});
+      groups.push_back({{"ranks", ranks}, {"cp", g.size}, {"samples", g.samples}, {"load", g.load}, {"begin", g.begin}});
     }
     rounds.push_back(groups);
   }
   return rounds;
 }
 
+// every aligned process group of each size, and which of them the schedule uses
+nlohmann::json groups_json(const DcpSchedule& s) {
+  nlohmann::json out = nlohmann::json::array();
+  const auto used = dcp_groups_used(s);
+  for (const auto& [c, starts] : dcp_groups(s.ranks)) {
+    std::vector<std::int64_t> u;
+    for (const auto& [uc, us] : used)
+      if (uc == c) u = us;
+    out.push_back({{"cp", c}, {"starts", starts}, {"used_starts", u}});
+  }
+  return out;
+}
+
+std::string range(std::int64_t start, std::int64_t size) {
+  return size == 1 ? std::to_string(start) : std::to_string(start) + "-" + std::to_string(start + size - 1);
+}
+
 void print_schedule(const DcpSchedule& s, const std::vector<std::int64_t>& L) {
+  bool timed = false;  // does any group begin after 0 (a rank serving several groups in a round)?
+  for (const DcpRound& r : s.rounds)
+    for (const DcpGroup& g : r.groups) timed = timed || g.begin > 0;
   for (size_t k = 0; k < s.rounds.size(); ++k) {
     std::printf("round %zu (length %.4g)\n", k, s.rounds[k].length());
     for (const DcpGroup& g : s.rounds[k].groups) {
       std::string who;
       for (int i : g.samples) who += (who.empty() ? "" : " ") + ("s" + std::to_string(i)) + "(" + std::to_string(L[static_cast<size_t>(i)]) + ")";
-      char ranks[48];
-      if (g.size == 1) std::snprintf(ranks, sizeof ranks, "rank %lld", static_cast<long long>(g.start));
-      else std::snprintf(ranks, sizeof ranks, "ranks %lld-%lld", static_cast<long long>(g.start), static_cast<long long>(g.start + g.size - 1));
-      std::printf("  %-14s CP%-4lld load %10.4g  %s%s\n", ranks, static_cast<long long>(g.size), g.load, who.c_str(),
-                  (g.start % g.size != 0) ? "   <- NOT an aligned process group" : "");
+      const std::string ranks = (g.size == 1 ? "rank " : "ranks ") + range(g.start, g.size);
+      if (timed) std::printf("  %-14s CP%-4lld from %9.4g  load %9.4g  %s%s\n", ranks.c_str(), static_cast<long long>(g.size), g.begin, g.load, who.c_str(),
+                             (g.start % g.size != 0) ? "   <- NOT an aligned process group" : "");
+      else std::printf("  %-14s CP%-4lld load %10.4g  %s%s\n", ranks.c_str(), static_cast<long long>(g.size), g.load, who.c_str(),
+                       (g.start % g.size != 0) ? "   <- NOT an aligned process group" : "");
     }
   }
-  if (s.ranks <= 16) {  // the rounds x ranks grid
-    std::printf("\n%-8s", "");
-    for (std::int64_t r = 0; r < s.ranks; ++r) std::printf(" %-9s", ("r" + std::to_string(r)).c_str());
+  if (s.ranks <= 16) {  // the rounds x ranks grid: what each rank runs, in order ('>' = then)
+    std::vector<std::vector<std::string>> cells(s.rounds.size(), std::vector<std::string>(static_cast<size_t>(s.ranks), ""));
+    std::vector<std::vector<double>> busy(s.rounds.size(), std::vector<double>(static_cast<size_t>(s.ranks), 0.0));
+    size_t width = 9;
+    for (size_t k = 0; k < s.rounds.size(); ++k) {
+      std::vector<const DcpGroup*> gs;
+      for (const DcpGroup& g : s.rounds[k].groups) gs.push_back(&g);
+      std::stable_sort(gs.begin(), gs.end(), [](const DcpGroup* a, const DcpGroup* b) { return a->begin < b->begin; });
+      for (const DcpGroup* g : gs)
+        for (std::int64_t q = g->start; q < g->start + g->size; ++q) {
+          std::string& c = cells[k][static_cast<size_t>(q)];
+          for (size_t j = 0; j < g->samples.size(); ++j) c += (c.empty() ? "s" : (j == 0 ? ">s" : ",s")) + std::to_string(g->samples[j]);
+          busy[k][static_cast<size_t>(q)] += g->load;
+          width = std::max(width, c.size() + 1);
+        }
+    }
+    std::printf("\n%-8s", timed ? "" : "");
+    for (std::int64_t r = 0; r < s.ranks; ++r) std::printf(" %-*s", static_cast<int>(width), ("r" + std::to_string(r)).c_str());
     std::printf("\n");
     for (size_t k = 0; k < s.rounds.size(); ++k) {
-      std::vector<std::string> cell(static_cast<size_t>(s.ranks), ".");
-      std::vector<double> load(static_cast<size_t>(s.ranks), 0);
-      for (const DcpGroup& g : s.rounds[k].groups)
-        for (std::int64_t q = g.start; q < g.start + g.size; ++q) {
-          std::string c;
-          for (int i : g.samples) c += (c.empty() ? "s" : ",s") + std::to_string(i);
-          cell[static_cast<size_t>(q)] = c;
-          load[static_cast<size_t>(q)] = g.load;
-        }
       std::printf("round %-2zu", k);
-      for (const auto& c : cell) std::printf(" %-9s", c.c_str());
-      std::printf("\n%-8s", "  load");
-      for (double l : load) std::printf(" %-9.4g", l);
+      for (const auto& c : cells[k]) std::printf(" %-*s", static_cast<int>(width), c.empty() ? "." : c.c_str());
+      std::printf("\n%-8s", "  busy");
+      for (double l : busy[k]) std::printf(" %-*.4g", static_cast<int>(width), l);
       std::printf("\n");
     }
+    if (timed) std::printf("(a cell lists what the rank runs in order: ',' within one group, '>' into the next group)\n");
+  }
+  std::printf("\nprocess groups used (aligned groups of each size; ranks of each used group):\n");
+  for (const auto& [c, starts] : dcp_groups(s.ranks)) {
+    std::string used;
+    size_t n = 0;
+    for (const auto& [uc, us] : dcp_groups_used(s))
+      if (uc == c)
+        for (std::int64_t st : us) used += (used.empty() ? "" : " ") + range(st, c), ++n;
+    std::printf("  CP%-4lld %3zu of %3zu  %s\n", static_cast<long long>(c), n, starts.size(), used.c_str());
   }
 }
 
@@ -135,7 +172,7 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("cplab schedule: %lld batches of %lld from %s (%s), %lld ranks, max %lld tokens per rank, seed %lld\n"
-                "cost: %s\nratio = makespan / moldable lower bound; speedup = static CP (pinned to the batch's longest\n"
+                "cost: %s\nratio = makespan / lower bound (dcp_bounds.h, moldable); speedup = static CP (pinned to the batch's longest\n"
                 "sequence) makespan / this makespan, both under the same cost model\n\n",
                 static_cast<long long>(o.batches), static_cast<long long>(B), d.name.c_str(), o.dist.c_str(),
                 static_cast<long long>(o.ranks), static_cast<long long>(o.max_per_rank), o.seed, cost.describe().c_str());
@@ -164,9 +201,10 @@ int schedule_action(const ScheduleOptions& o) {
   if (o.json) {
     std::cout << nlohmann::json{{"scheduler", o.scheduler}, {"ranks", o.ranks}, {"max_seqlen_per_rank", o.max_per_rank},
                                 {"cost", cost.describe()}, {"lengths", L}, {"rounds", schedule_json(s)},
-                                {"makespan", s.makespan}, {"lower_bound", lb.moldable}, {"lower_bound_rigid", lb.rigid},
-                                {"ratio", s.makespan / lb.moldable}, {"utilization", s.utilization},
-                                {"aligned", s.aligned}, {"unaligned", s.unaligned}}
+                                {"makespan", s.makespan}, {"lower_bound", lb.moldable}, {"lower_bound_area", lb.area},
+                                {"lower_bound_rigid", lb.rigid}, {"ratio", s.makespan / lb.moldable},
+                                {"utilization", s.utilization}, {"aligned", s.aligned}, {"unaligned", s.unaligned},
+                                {"process_groups", groups_json(s)}}
                      .dump(2)
               << "\n";
     return 0;
@@ -175,10 +213,10 @@ int schedule_action(const ScheduleOptions& o) {
               o.scheduler.c_str(), static_cast<long long>(o.ranks), static_cast<long long>(o.max_per_rank), L.size(),
               cost.describe().c_str());
   print_schedule(s, L);
-  std::printf("\nmakespan %.4g (sum over rounds of the longest group), lower bound %.4g (any power-of-two sizes;\n"
-              "%.4g if every sample keeps its minimum CP size), ratio %.4f, utilization %.3f\n"
-              "all groups aligned process groups: %s\n",
-              s.makespan, lb.moldable, lb.rigid, s.makespan / lb.moldable, s.utilization, s.aligned ? "yes" : "NO");
+  std::printf("\nmakespan %.4g (sum over rounds of the latest group end), lower bound %.4g (any power-of-two\n"
+              "sizes; area bound alone %.4g; %.4g if every sample keeps its minimum CP size), ratio %.4f,\n"
+              "utilization %.3f\nall groups aligned process groups: %s\n",
+              s.makespan, lb.moldable, lb.area, lb.rigid, s.makespan / lb.moldable, s.utilization, s.aligned ? "yes" : "NO");
   for (const std::string& u : s.unaligned) std::printf("  %s\n", u.c_str());
   return 0;
 }

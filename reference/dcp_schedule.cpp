@@ -1,4 +1,4 @@
-// dcp_schedule.cpp: evaluation, checks, process groups and lower bounds (see dcp_schedule.h).
+// dcp_schedule.cpp: evaluation, checks and process groups (see dcp_schedule.h).
 #include "dcp_schedule.h"
 
 #include <algorithm>
@@ -14,7 +14,7 @@ bool pow2(std::int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
 double DcpRound::length() const {
   double m = 0;
-  for (const DcpGroup& g : groups) m = std::max(m, g.load);
+  for (const DcpGroup& g : groups) m = std::max(m, g.begin + g.load);
   return m;
 }
 
@@ -42,17 +42,23 @@ void evaluate(DcpSchedule& s, const std::vector<std::int64_t>& lengths, const Co
 void check(const DcpSchedule& s, const std::vector<std::int64_t>& lengths, std::int64_t M) {
   std::vector<int> seen(lengths.size(), 0);
   for (size_t k = 0; k < s.rounds.size(); ++k) {
-    std::vector<int> used(static_cast<size_t>(s.ranks), 0);
+    std::vector<std::vector<std::pair<double, double>>> busy(static_cast<size_t>(s.ranks));  // per rank: [begin, end)
     for (const DcpGroup& g : s.rounds[k].groups) {
       if (g.start < 0 || g.size < 1 || g.start + g.size > s.ranks) throw std::logic_error("dcp: group outside the ranks");
-      for (std::int64_t r = g.start; r < g.start + g.size; ++r)
-        if (used[static_cast<size_t>(r)]++) throw std::logic_error("dcp: rank " + std::to_string(r) + " in two groups of round " + std::to_string(k));
+      if (!(g.begin >= 0) || g.samples.empty()) throw std::logic_error("dcp: a group with a negative begin or no samples");
+      for (std::int64_t r = g.start; r < g.start + g.size; ++r) busy[static_cast<size_t>(r)].emplace_back(g.begin, g.begin + g.load);
       for (int i : g.samples) {
         if (i < 0 || static_cast<size_t>(i) >= lengths.size()) throw std::logic_error("dcp: unknown sample");
         seen[static_cast<size_t>(i)] += 1;
         if (lengths[static_cast<size_t>(i)] > g.size * M)
           throw std::logic_error("dcp: sample " + std::to_string(i) + " does not fit its group's memory");
       }
+    }
+    for (size_t r = 0; r < busy.size(); ++r) {
+      std::sort(busy[r].begin(), busy[r].end());
+      for (size_t j = 1; j < busy[r].size(); ++j)
+        if (busy[r][j].first < busy[r][j - 1].second - 1e-9 * (1.0 + busy[r][j - 1].second))
+          throw std::logic_error("dcp: rank " + std::to_string(r) + " runs two groups at once in round " + std::to_string(k));
     }
   }
   for (size_t i = 0; i < seen.size(); ++i)
@@ -82,56 +88,18 @@ std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> dcp_groups(std::
   return out;
 }
 
-DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost) {
-  DcpBound b;
-  const double n = static_cast<double>(N);
-  // rigid
-  double full = 0, area = 0, tallest = 0;
-  for (std::int64_t L : lengths) {
-    const std::int64_t c = cp_min(L, M);
-    const double t = cost.time(L, c);
-    if (c == N) full += t;
-    else area += static_cast<double>(c) * t / n, tallest = std::max(tallest, t);
+std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> dcp_groups_used(const DcpSchedule& s) {
+  std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> out;
+  for (std::int64_t c = 1; c <= s.ranks; c *= 2) {
+    std::vector<std::int64_t> starts;
+    for (const DcpRound& r : s.rounds)
+      for (const DcpGroup& g : r.groups)
+        if (g.size == c) starts.push_back(g.start);
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    if (!starts.empty()) out.emplace_back(c, std::move(starts));
   }
-  b.rigid = full + std::max(area, tallest);
-  // moldable. Samples whose minimum size is already N occupy every rank while they run, so they
-  // add their time on N ranks in full; the others by dual approximation:
-  // W(T) = sum_i min{c t(L_i, c) : c >= cp_min, t(L_i, c) <= T}
-  double whole = 0;
-  std::vector<std::int64_t> rest;
-  for (std::int64_t L : lengths) {
-    if (cp_min(L, M) == N) whole += cost.time(L, N);
-    else rest.push_back(L);
-  }
-  auto work_within = [&](double T) {
-    double W = 0;
-    for (std::int64_t L : rest) {
-      double best = -1;
-      for (std::int64_t c = cp_min(L, M); c <= N; c *= 2) {
-        const double t = cost.time(L, c);
-        if (t <= T && (best < 0 || static_cast<double>(c) * t < best)) best = static_cast<double>(c) * t;
-      }
-      if (best < 0) return -1.0;  // some sample cannot finish within T
-      W += best;
-    }
-    return W;
-  };
-  double lo = 0, hi = 0;
-  for (std::int64_t L : rest) {
-    double tmin = cost.time(L, cp_min(L, M));
-    for (std::int64_t c = cp_min(L, M); c <= N; c *= 2) tmin = std::min(tmin, cost.time(L, c));
-    lo = std::max(lo, tmin);             // no sample finishes faster than its fastest size
-    hi += cost.time(L, cp_min(L, M));  // everything one after another at cp_min is feasible
-  }
-  hi = std::max(hi, lo);
-  for (int it = 0; it < 100; ++it) {  // smallest T with W(T) <= N T (monotone in T)
-    const double mid = 0.5 * (lo + hi);
-    const double W = work_within(mid);
-    if (W >= 0 && W <= n * mid) hi = mid;
-    else lo = mid;
-  }
-  b.moldable = whole + (rest.empty() ? 0.0 : hi);
-  return b;
+  return out;
 }
 
 }  // namespace cplab

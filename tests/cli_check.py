@@ -228,6 +228,55 @@ else:
 p = run(*seed_dcp, "--scheduler", "cplab", "--json")
 if p.returncode != 0 or abs(json.loads(p.stdout)["ratio"] - 1.0) > 1e-12:
     failures.append(f"cplab scheduler does not reach the lower bound on the seed example: {p.stdout}{p.stderr}")
+# cplab under the overhead cost: re-checked here from the JSON alone, with the cost formula of
+# reference/dcp_cost.h written out again: every sample once, aligned groups, no rank in two groups
+# at once, loads and makespan as the model says, never below the lower bound, process groups listed
+def t_overhead(L, c, a=0.5, alpha=0.2, beta=0.3, o=1.0):
+    lk = L / 1024.0
+    return (a * lk + lk * lk) / c + (c - 1) * (alpha + max(0.0, beta * lk / c - lk * lk / (c * c))) + (o if c > 1 else 0.0)
+seed_lengths = [32768, 16384, 8192, 4096, 4096, 4096, 4096, 2048]
+for sched in ["cplab", "megatron"]:
+    p = run(*seed_dcp, "--scheduler", sched, "--cost", "overhead", "--json")
+    if p.returncode != 0:
+        failures.append(f"cplab schedule --cost overhead failed: {p.stderr}")
+        continue
+    r = json.loads(p.stdout)
+    seen, total, problems = [], 0.0, []
+    for rnd in r["rounds"]:
+        busy = {}
+        end = 0.0
+        for g in rnd:
+            c, ranks = g["cp"], g["ranks"]
+            if c & (c - 1) or ranks != list(range(ranks[0], ranks[0] + c)) or ranks[0] % c:
+                problems.append(f"unaligned group {ranks}")
+            load = sum(t_overhead(seed_lengths[i], c) for i in g["samples"])
+            if abs(load - g["load"]) > 1e-9 * max(1.0, load):
+                problems.append(f"load {g['load']} != {load}")
+            seen += g["samples"]
+            for q in ranks:
+                busy.setdefault(q, []).append((g["begin"], g["begin"] + load))
+            end = max(end, g["begin"] + load)
+        for q, iv in busy.items():
+            iv.sort()
+            if any(b0 < e0 - 1e-9 for (_, e0), (b0, _) in zip(iv, iv[1:])):
+                problems.append(f"rank {q} runs two groups at once")
+        total += end
+    if sorted(seen) != list(range(8)):
+        problems.append(f"samples scheduled {sorted(seen)}")
+    if abs(total - r["makespan"]) > 1e-9 * total or r["makespan"] < r["lower_bound"] - 1e-9:
+        problems.append(f"makespan {r['makespan']} vs recomputed {total}, bound {r['lower_bound']}")
+    used = {pg["cp"]: pg["used_starts"] for pg in r["process_groups"]}
+    want_used = {}
+    for rnd in r["rounds"]:
+        for g in rnd:
+            want_used.setdefault(g["cp"], set()).add(g["ranks"][0])
+    if any(sorted(want_used.get(c, [])) != u for c, u in used.items()) or len(r["process_groups"]) != 4:
+        problems.append(f"process groups {r['process_groups']}")
+    if problems:
+        failures.append(f"schedule --scheduler {sched} --cost overhead: " + "; ".join(problems))
+p = run("schedule", "--dist", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "dcp", "web_lognormal.json"), "--batches", "20", "--ranks", "16", "--cost", "overhead")
+if p.returncode != 0 or not all(k in p.stdout for k in ["megatron", "cplab", "ratio mean", "speedup vs static"]):
+    failures.append(f"schedule --dist: {p.stdout}{p.stderr}")
 expect_error(["schedule", "--ranks", "6", "--lengths", "100"], "ranks 6 is not a power of two")
 expect_error(["schedule", "--ranks", "8", "--max-seqlen-per-rank", "4096", "--lengths", "40000"], "more than ranks x max-seqlen-per-rank")
 expect_error(["schedule", "--lengths", "100,-5"], "sample 1 has length -5")

@@ -1,0 +1,41 @@
+// dcp_list.h: list scheduling of samples onto aligned power-of-two blocks of ranks.
+//
+// What it is: the engine of cplab's DCP scheduler. Samples are taken in a given order; each is put
+// on one aligned block (size c a power of two >= cp_min, start a multiple of c) and starts as soon
+// as every rank of the block is free, i.e. at the latest finish time among them. Two rules:
+//   list_fixed   every sample has a given size; it takes the block of that size that frees first
+//                (lowest start on ties): LPT list scheduling on a buddy system;
+//   list_target  a target makespan T; a sample takes, over every size it may use and every block,
+//                the placement with the least work c * t(L, c) plus the idle rank-time it leaves
+//                before its start, among those ending by T (earlier end on ties); if none ends by
+//                T, the earliest-ending one (dual approximation, notes dcp-scheduler.md 5.4).
+// to_schedule turns placements into one round of dcp_schedule.h: a group per block and run of
+// back-to-back samples, with its begin time. Every placement is aligned by construction.
+// What it is not: the search over orders and targets (dcp_cplab.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dcp_schedule.h"
+
+namespace cplab {
+
+struct ListProblem {
+  const std::vector<std::int64_t>& L;  // [samples] lengths
+  std::int64_t N, M;
+  const CostModel& cost;
+};
+
+struct Placed {
+  int sample;
+  std::int64_t start, size;  // ranks [start, start + size)
+  double begin, end;
+};
+
+std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size);
+std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T, double idle_weight = 1.0);
+double makespan_of(const std::vector<Placed>& placed);
+DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed);
+
+}  // namespace cplab
