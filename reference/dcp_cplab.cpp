@@ -119,9 +119,10 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   const ListProblem p{lengths, N, M, cost};
   const double lb = lower_bounds(lengths, N, M, cost).moldable;
   Plan best;
+  const auto at_bound = [&] { return best.length <= lb * (1 + 1e-12) + 1e-12; };  // then it is optimal
   best.offer(p, orders(p, std::vector<std::int64_t>(lengths.size(), N))[1], std::vector<std::int64_t>(lengths.size(), N), 0);
   std::vector<std::int64_t> prev;
-  for (int k = 0; k <= 41; ++k) {
+  for (int k = 0; k <= 41 && !at_bound(); ++k) {
     const double T = k == 41 ? std::numeric_limits<double>::infinity() : lb * std::pow(1.015, k);
     const std::vector<std::int64_t> size = allot(p, T);
     const std::vector<std::vector<int>> os = orders(p, size);
@@ -131,14 +132,14 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     }
     prev = size;
   }
-  improve(p, best);
-  climb(p, best, 300);
+  if (!at_bound()) improve(p, best);
+  if (!at_bound()) climb(p, best, 300);
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1
   const DcpSchedule v1 = schedule_megatron_v1(lengths, N, M, cost);
   if (v1.aligned && v1.makespan < s.makespan - 1e-12) s = v1;
   // small batches: exhaustive search below the best makespan found
-  if (lengths.size() <= 6 && N <= 8) {
+  if (lengths.size() <= 6 && N <= 8 && s.makespan > lb * (1 + 1e-12) + 1e-12) {
     bool complete = false;
     DcpSchedule e = schedule_exact(lengths, N, M, cost, s.makespan, 2000000, complete);
     if (!e.rounds.empty() && e.makespan < s.makespan - 1e-12) s = std::move(e);

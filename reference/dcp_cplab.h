@@ -13,6 +13,7 @@
 //   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
 //      than v1 on the same batch and cost model), and for batches of at most 6 samples on at
 //      most 8 ranks the exhaustive search (dcp_exact.h) below the best makespan found.
+// The search stops as soon as a schedule reaches the lower bound (it is then optimal).
 // A rank may serve several groups in one round (dcp_schedule.h explains why that is safe); the
 // schedule has one round. Every schedule is checked (check()) and aligned.
 // What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
