@@ -44,7 +44,7 @@ std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& ord
   return out;
 }
 
-std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T, double idle_weight) {
+std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T) {
   Blocks b{std::vector<double>(static_cast<size_t>(p.N), 0.0)};
   std::vector<Placed> out;
   out.reserve(order.size());
@@ -59,7 +59,7 @@ std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& or
       for (std::int64_t s = 0; s < p.N; s += c) {
         double ready = 0, idle = 0;
         b.block(s, c, ready, idle);
-        const double end = ready + t, cost = static_cast<double>(c) * t + idle_weight * idle;
+        const double end = ready + t, cost = static_cast<double>(c) * t + idle;
         const bool ok = end <= limit;
         const bool better = ok ? (!fits || cost < bcost - 1e-12 || (cost <= bcost + 1e-12 && end < bend - 1e-12))
                                : (!fits && end < bend - 1e-12);

@@ -34,7 +34,7 @@ struct Placed {
 };
 
 std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size);
-std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T, double idle_weight = 1.0);
+std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T);
 double makespan_of(const std::vector<Placed>& placed);
 DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed);
 
