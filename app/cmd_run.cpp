@@ -2,6 +2,8 @@
 //
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
 // dQ, dK, dV), trace files, and the human table or --json report of reference/experiment.h.
+// --plan-only writes the trace of reference/trace_plan.h instead and prints the same per-rank
+// table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <cmath>
 #include <cstdio>
@@ -14,9 +16,11 @@
 
 #include "commands.h"
 #include "error.h"
+#include "flops.h"
 #include "experiment.h"
 #include "npy.h"
 #include "thd.h"
+#include "trace_plan.h"
 
 namespace cplab::app {
 
@@ -26,7 +30,7 @@ struct RunOptions {
   RunSpec spec;
   std::string layout = "zigzag", merge = "streaming", hcp, cu;
   std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
-  bool json = false;
+  bool json = false, plan_only = false;
   std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
   long long seed = 0;
 };
@@ -77,8 +81,8 @@ std::string fmt(const char* f, double x) {
   return b;
 }
 
-void print_human(const RunReport& r) {
-  const RunSpec& s = r.spec;
+// the run's description; r: the padding check of a computed run (null when planned)
+void print_header(const RunSpec& s, const RunReport* r) {
   std::cout << "cplab run: mode " << s.mode << ", layout " << to_string(s.layout) << ", "
             << (s.causal ? "causal" : "non-causal") << ", cp " << s.cp << ", seq " << s.seq << ", heads "
             << s.heads << " (kv " << s.kv_heads << "), head-dim " << s.head_dim << " (v " << s.dv() << "), "
@@ -94,15 +98,15 @@ void print_human(const RunReport& r) {
     std::string a, b;
     for (size_t i = 0; i < pk.cu_seqlens.size(); ++i)
       a += (i ? "," : "") + std::to_string(pk.cu_seqlens[i]), b += (i ? "," : "") + std::to_string(pk.cu_seqlens_padded[i]);
-    std::cout << "packed: " << pk.num_seqs() << " sequences, cu_seqlens " << a << ", padded " << b
-              << "; largest |output| on padding: " << fmt("%g", r.padding_max_abs) << " (must be 0)\n";
+    std::cout << "packed: " << pk.num_seqs() << " sequences, cu_seqlens " << a << ", padded " << b;
+    if (r) std::cout << "; largest |output| on padding: " << fmt("%g", r->padding_max_abs) << " (must be 0)";
+    std::cout << "\n";
   }
-  std::cout << "\nerror vs dense attention (max|x - ref| / max|ref|):";
-  const std::pair<const char*, std::optional<double>> errs[] = {
-      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
-  for (const auto& [name, e] : errs)
-    if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
-  std::cout << "\n\n" << "rank   fwd FLOPs   bwd FLOPs     bytes sent     bytes recv   messages\n";
+}
+
+// the per-rank table and the totals under it, from the trace's summaries in r
+void print_ranks(const RunReport& r) {
+  std::cout << "\n" << "rank   fwd FLOPs   bwd FLOPs     bytes sent     bytes recv   messages\n";
   std::int64_t tf = 0, tb = 0, tm = 0;
   for (size_t i = 0; i < r.flops.size(); ++i) {
     std::printf("%4zu %11.4g %11.4g %14lld %14lld %10lld\n", i, static_cast<double>(r.flops_fwd[i]),
@@ -118,8 +122,19 @@ void print_human(const RunReport& r) {
             << "\nFLOPs: ranks sum to " << fmt("%.4g", static_cast<double>(tf)) << ", dense attention needs "
             << fmt("%.4g", static_cast<double>(r.dense_flops))
             << (tf == r.dense_flops ? " (equal: no tile computed twice, none missed)" : " (MISMATCH)")
-            << "\ncommunication: " << tb << " bytes in " << tm << " messages"
-            << "\ntime: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
+            << "\ncommunication: " << tb << " bytes in " << tm << " messages";
+}
+
+void print_human(const RunReport& r) {
+  print_header(r.spec, &r);
+  std::cout << "\nerror vs dense attention (max|x - ref| / max|ref|):";
+  const std::pair<const char*, std::optional<double>> errs[] = {
+      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
+  for (const auto& [name, e] : errs)
+    if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
+  std::cout << "\n";
+  print_ranks(r);
+  std::cout << "\ntime: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
             << fmt("%.3f", r.reference_seconds) << " s\n";
 }
 
@@ -136,6 +151,45 @@ void prepare_outputs(const RunOptions& o) {
     std::ofstream f(path);
     require(static_cast<bool>(f), path + ": cannot open for writing");
   }
+}
+
+// the same attention on one device: every packed sequence's real tokens against themselves
+std::int64_t dense_flops(const RunSpec& s) {
+  const Packing pk = s.packing();
+  const Mask mask = s.causal ? Mask::causal() : Mask::none();
+  std::int64_t pairs = 0;
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += visible_pairs(mask, pk.length(sq), pk.length(sq));
+  return fwd_flops(pairs, s.heads, s.head_dim, s.dv()) + (s.backward ? bwd_flops(pairs, s.heads, s.head_dim, s.dv()) : 0);
+}
+
+// --plan-only: the trace the run would record (trace_plan.h) and the table summed from it
+int plan_action(const RunOptions& o) {
+  const RunSpec& s = o.spec;
+  const std::pair<const char*, const std::string*> tensors[] = {
+      {"q", &o.q_path}, {"k", &o.k_path}, {"v", &o.v_path}, {"do", &o.do_path}, {"out-dir", &o.out_dir}};
+  for (const auto& [name, path] : tensors)
+    require(path->empty(), std::string("--") + name + " cannot go with --plan-only (a planned run reads and writes no tensors)");
+  RunReport r;
+  r.spec = s;
+  r.trace = plan_trace(s);  // checks s like validate(), without the CPU reference's limits
+  prepare_outputs(o);
+  if (!o.trace_path.empty()) r.trace.write(o.trace_path, false);
+  if (!o.chrome_path.empty()) r.trace.write(o.chrome_path, true);
+  summarize_trace(r);
+  r.dense_flops = dense_flops(s);
+  if (o.json) {
+    nlohmann::json j = report_json(r);
+    j["planned"] = true;  // nothing computed: no errors, no padding check, no times
+    for (const char* k : {"padding_max_abs", "seconds", "reference_seconds"}) j[k] = nullptr;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_header(s, nullptr);
+  std::cout << "\nPLANNED ONLY (--plan-only): no attention was computed and no result checked; the figures\n"
+               "below are summed from the trace this run would record (tile durations 0).\n";
+  print_ranks(r);
+  std::cout << "\n";
+  return 0;
 }
 
 int run_action(RunOptions& o) {
@@ -160,6 +214,7 @@ int run_action(RunOptions& o) {
             "--seq " + std::to_string(s.seq) + " disagrees with --cu-seqlens (total " + std::to_string(total) + ")");
     s.seq = total;
   }
+  if (o.plan_only) return plan_action(o);
   require(o.do_path.empty() || s.backward, "--do needs --backward");
   const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
   require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
@@ -252,7 +307,11 @@ void setup_run(CLI::App& app, int& status) {
   o->given["out-dir"] = sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
   o->given["trace"] = sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
   o->given["chrome-trace"] = sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
-  sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes)");
+  sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes);\n"
+                                              "with --plan-only: plan past the planner's own limit");
+  sub->add_flag("--plan-only", o->plan_only, "compute nothing: write --trace / --chrome-trace with the trace the run\n"
+                                             "would record (every message and tile, durations 0) and print its\n"
+                                             "per-rank table; no CPU-work or memory limit of the reference applies");
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   sub->callback([o, &status] { status = run_action(*o); });
 }

@@ -5,31 +5,17 @@
 
 namespace cplab {
 
-namespace {
-
-struct AgTile {
-  std::string section;
-  index_t q0, nq;    // local query rows
-  index_t k0, nk;    // keys [k0, k0 + nk) of the sequence-ordered gathered KV
-  Mask mask;
-};
-
-// The tiles of rank r: zigzag (unpacked) splits the local queries into its two chunks; each tile
-// takes the key range its queries can see, with the mask of thd.h token_mask (exact for packed
-// and unpacked sequences alike), simplified to causal(offset) / none where it is one.
-template <class T>
-std::vector<AgTile> plan(const CpConfig<T>& cfg, index_t r) {
-  const Partition& part = cfg.part;
+std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, bool causal, index_t r) {
   const index_t n = part.local_len(), S = part.seq();
   std::vector<AgTile> tiles;
-  if (part.layout() == Layout::zigzag && !cfg.packed())
+  if (part.layout() == Layout::zigzag && !packed)
     tiles = {{"first chunk", 0, n / 2, 0, 0, {}}, {"second chunk", n / 2, n / 2, 0, 0, {}}};
   else
     tiles = {{"all", 0, n, 0, 0, {}}};
+  const std::vector<index_t> all = iota_positions(0, S);
   for (AgTile& t : tiles) {
     const std::vector<index_t> rows = part.indices(r, t.q0, t.nq);
-    const Packing pk = cfg.tokens();
-    const Mask full = token_mask(pk, rows, iota_positions(0, S), cfg.causal);
+    const Mask full = token_mask(tokens, rows, all, causal);
     index_t lo = S, hi = 0;  // the key range some query sees
     for (index_t a = 0; a < t.nq; ++a) {
       const KeyRange kr = full.keys(a, S);
@@ -38,9 +24,20 @@ std::vector<AgTile> plan(const CpConfig<T>& cfg, index_t r) {
     if (hi <= lo) lo = hi = 0;
     t.k0 = lo;
     t.nk = hi - lo;
-    t.mask = simplify(token_mask(pk, rows, iota_positions(lo, hi), cfg.causal), t.nq, t.nk);
+    t.mask = simplify(token_mask(tokens, rows, iota_positions(lo, hi), causal), t.nq, t.nk);
   }
   return tiles;
+}
+
+TileShape allgather_tile_shape(const Partition& part, index_t r, const AgTile& t) {
+  return tile_shape(t.mask, t.nk == 0, part.spans(r, t.q0, t.nq), t.nq, range_spans(t.k0, t.k0 + t.nk), t.nk);
+}
+
+namespace {
+
+template <class T>
+std::vector<AgTile> plan(const CpConfig<T>& cfg, index_t r) {
+  return allgather_tiles(cfg.part, cfg.tokens(), cfg.packed(), cfg.causal, r);
 }
 
 // all-gather the flattened K|V of every rank and rebuild sequence-ordered K and V on every rank
@@ -91,9 +88,8 @@ CpOutput<T> allgather_forward(const CpConfig<T>& cfg, const PerRank<T>& q, const
       attention_forward<T>(q[r].view().rows(t.q0, t.nq), K[r].view().rows(t.k0, t.nk), V[r].view().rows(t.k0, t.nk),
                            t.mask, cfg.scale, res.o[r].view().rows(t.q0, t.nq), rows_view(res.lse[r], t.q0, t.nq));
       if (comm.trace())
-        comm.trace()->add(cp_tile_event(Phase::fwd, 1, r, r, t.section, t.mask, t.nk == 0,
-                                        cfg.part.indices(r, t.q0, t.nq), iota_positions(t.k0, t.k0 + t.nk), h, d,
-                                        dv, us_since(t0)));
+        comm.trace()->add(cp_tile_event(Phase::fwd, 1, r, r, t.section, allgather_tile_shape(cfg.part, r, t), h, d, dv,
+                                        us_since(t0)));
     }
   }
   if (comm.pending() != 0) throw std::logic_error("all-gather forward left undelivered messages");
@@ -122,9 +118,8 @@ CpGrads<T> allgather_backward(const CpConfig<T>& cfg, const PerRank<T>& q, const
                             rows_view(delta, t.q0, t.nq), t.mask, cfg.scale, g.dq[r].view().rows(t.q0, t.nq),
                             dK.view().rows(t.k0, t.nk), dV.view().rows(t.k0, t.nk));
       if (comm.trace())
-        comm.trace()->add(cp_tile_event(Phase::bwd, 1, r, r, t.section, t.mask, t.nk == 0,
-                                        cfg.part.indices(r, t.q0, t.nq), iota_positions(t.k0, t.k0 + t.nk), h, d,
-                                        dv, us_since(t0)));
+        comm.trace()->add(cp_tile_event(Phase::bwd, 1, r, r, t.section, allgather_tile_shape(cfg.part, r, t), h, d, dv,
+                                        us_since(t0)));
     }
     const PerRank<T> dks = shard(cfg.part, dK), dvs = shard(cfg.part, dV);  // sequence order -> rank order
     for (int s = 0; s < P; ++s) {

@@ -19,6 +19,21 @@
 
 namespace cplab {
 
+// One tile of rank r's queries against the gathered, sequence-ordered KV.
+struct AgTile {
+  std::string section;  // "first chunk" | "second chunk" (zigzag, unpacked) | "all"
+  index_t q0 = 0, nq = 0;  // local query rows
+  index_t k0 = 0, nk = 0;  // keys [k0, k0 + nk) of the sequence-ordered gathered KV
+  Mask mask;
+};
+// The tiles of rank r (the one definition, read by the execution and by trace_plan.h): `tokens` is
+// the packing token masks use (CpConfig::tokens()), `packed` whether the run is packed
+// (CpConfig::packed()). Each tile takes the key range its queries can see, with the mask of
+// thd.h token_mask simplified to causal(offset) / none where it is one.
+std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, bool causal, index_t r);
+// what the trace records of rank r's tile t (cp_common.h)
+TileShape allgather_tile_shape(const Partition& part, index_t r, const AgTile& t);
+
 template <class T>
 CpOutput<T> allgather_forward(const CpConfig<T>& cfg, const PerRank<T>& q, const PerRank<T>& k,
                               const PerRank<T>& v, SimComm& comm);

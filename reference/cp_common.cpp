@@ -5,8 +5,17 @@
 
 namespace cplab {
 
-Event cp_tile_event(Phase phase, int step, int rank, int peer, const std::string& section, const Mask& mask,
-                    bool skipped, const std::vector<index_t>& rows, const std::vector<index_t>& cols,
+TileShape tile_shape(const Mask& mask, bool skipped, std::vector<Span> rows, index_t sq, std::vector<Span> cols,
+                     index_t sk) {
+  TileShape t;
+  t.rows = std::move(rows);
+  t.cols = std::move(cols);
+  t.mask = skipped ? "skipped" : to_string(simplify(mask, sq, sk));
+  t.pairs = skipped ? 0 : visible_pairs(mask, sq, sk);
+  return t;
+}
+
+Event cp_tile_event(Phase phase, int step, int rank, int peer, const std::string& section, const TileShape& shape,
                     index_t h, index_t d, index_t dv, double dur_us) {
   Event e;
   e.kind = EventKind::tile;
@@ -15,14 +24,26 @@ Event cp_tile_event(Phase phase, int step, int rank, int peer, const std::string
   e.rank = rank;
   e.peer = peer;
   e.section = section;
-  const index_t sq = static_cast<index_t>(rows.size()), sk = static_cast<index_t>(cols.size());
-  e.mask = skipped ? "skipped" : to_string(simplify(mask, sq, sk));
-  e.rows = to_spans(rows);
-  e.cols = to_spans(cols);
-  e.pairs = skipped ? 0 : visible_pairs(mask, sq, sk);
+  e.mask = shape.mask;
+  e.rows = shape.rows;
+  e.cols = shape.cols;
+  e.pairs = shape.pairs;
   e.flops = phase == Phase::fwd ? fwd_flops(e.pairs, h, d, dv) : bwd_flops(e.pairs, h, d, dv);
   e.dur_us = dur_us;
   return e;
+}
+
+Event cp_tile_event(Phase phase, int step, int rank, int peer, const std::string& section, const Mask& mask,
+                    bool skipped, const std::vector<index_t>& rows, const std::vector<index_t>& cols,
+                    index_t h, index_t d, index_t dv, double dur_us) {
+  const index_t sq = static_cast<index_t>(rows.size()), sk = static_cast<index_t>(cols.size());
+  return cp_tile_event(phase, step, rank, peer, section, tile_shape(mask, skipped, to_spans(rows), sq, to_spans(cols), sk),
+                       h, d, dv, dur_us);
+}
+
+std::vector<Span> range_spans(index_t begin, index_t end) {
+  if (end <= begin) return {};
+  return {Span{begin, end - begin, 1}};
 }
 
 std::vector<index_t> iota_positions(index_t begin, index_t end) {

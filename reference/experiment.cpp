@@ -169,7 +169,7 @@ void validate_mode(const RunSpec& s) {
 
 }  // namespace
 
-void validate(const RunSpec& s) {
+void validate_rules(const RunSpec& s) {
   const auto& km = known_modes();
   require(std::find(km.begin(), km.end(), s.mode) != km.end(),
           "mode '" + s.mode + "' is not one of: p2p, allgather, a2a, a2a+p2p");
@@ -190,6 +190,10 @@ void validate(const RunSpec& s) {
           "--merge applies to the modes that merge partial results (p2p, a2a+p2p), not " + s.mode);
   validate_mode(s);
   (void)Partition(s.layout, s.packing().cu_seqlens_padded, s.cp);  // the layout's divisibility rule
+}
+
+void validate(const RunSpec& s) {
+  validate_rules(s);
   // memory: about 16 (s, h, d)-sized double tensors (inputs, outputs, shards, oracle, gradients),
   // two blocks of kRowBlock x s scores per thread, and for all-gather a full-length K and V on
   // every rank plus the cp*(cp-1) gathered messages in flight
@@ -247,15 +251,19 @@ double RunReport::max_error() const {
   return m;
 }
 
+std::map<std::string, std::string> trace_meta(const RunSpec& s) {
+  return {{"mode", s.mode}, {"hcp", num(s.icp) + "," + num(s.ocp)}, {"layout", to_string(s.layout)}, {"causal", s.causal ? "true" : "false"},
+          {"cp", num(s.cp)}, {"seq", num(s.seq)}, {"heads", num(s.heads)},
+          {"kv_heads", num(s.kv_heads)}, {"head_dim", num(s.head_dim)}, {"v_head_dim", num(s.dv())},
+          {"dtype", s.dtype}, {"merge", to_string(s.merge)}};
+}
+
 RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   validate(s);
   RunReport rep;
   rep.spec = s;
   rep.trace = Trace(static_cast<int>(s.cp));
-  rep.trace.meta() = {{"mode", s.mode}, {"hcp", num(s.icp) + "," + num(s.ocp)}, {"layout", to_string(s.layout)}, {"causal", s.causal ? "true" : "false"},
-                      {"cp", num(s.cp)}, {"seq", num(s.seq)}, {"heads", num(s.heads)},
-                      {"kv_heads", num(s.kv_heads)}, {"head_dim", num(s.head_dim)}, {"v_head_dim", num(s.dv())},
-                      {"dtype", s.dtype}, {"merge", to_string(s.merge)}};
+  rep.trace.meta() = trace_meta(s);
   if (s.dtype == "float") run_typed<float>(s, in, rep);
   else run_typed<double>(s, in, rep);
 
@@ -282,6 +290,13 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
         for (index_t e = 0; e < x->h * x->d; ++e) rep.padding_max_abs = std::max(rep.padding_max_abs, std::abs(x->token(g)[e]));
   }
 
+  rep.dense_flops = fwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) +
+                    (s.backward ? bwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) : 0);
+  summarize_trace(rep);
+  return rep;
+}
+
+void summarize_trace(RunReport& rep) {
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   rep.flops_fwd = rep.trace.flops_per_rank(&fwd);
   rep.flops_bwd = rep.trace.flops_per_rank(&bwd);
@@ -289,12 +304,9 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   rep.bytes_sent = rep.trace.bytes_sent_per_rank();
   rep.bytes_recv = rep.trace.bytes_recv_per_rank();
   rep.messages = rep.trace.messages_sent_per_rank();
-  rep.dense_flops = fwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) +
-                    (s.backward ? bwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) : 0);
   const auto [mn, mx] = std::minmax_element(rep.flops.begin(), rep.flops.end());
   rep.work_ratio = *mn > 0 ? static_cast<double>(*mx) / static_cast<double>(*mn)
                            : std::numeric_limits<double>::infinity();
-  return rep;
 }
 
 nlohmann::json report_json(const RunReport& r) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -57,6 +58,11 @@ double cpu_flops_estimate(const RunSpec& s);
 
 // throws cplab::Error naming the first rule the spec breaks
 void validate(const RunSpec& s);
+// the same rules without the CPU reference's limits (memory, kMaxCpuFlops): what a spec must meet
+// to be planned (trace_plan.h) rather than run; validate() = validate_rules() + those limits
+void validate_rules(const RunSpec& s);
+// the meta a run's trace carries (mode, hcp, layout, causal, sizes, dtype, merge)
+std::map<std::string, std::string> trace_meta(const RunSpec& s);
 // the modes `cplab run --mode` knows, and which of them this build implements
 const std::vector<std::string>& known_modes();
 bool mode_implemented(const std::string& mode);
@@ -84,6 +90,9 @@ struct RunReport {
 };
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
+// fill r's per-rank FLOPs, bytes, messages and work ratio from r.trace (run_experiment does; so does
+// `cplab run --plan-only` for a planned trace, trace_plan.h)
+void summarize_trace(RunReport& r);
 nlohmann::json report_json(const RunReport& r);
 
 }  // namespace cplab

@@ -9,13 +9,12 @@ namespace {
 
 size_t at(index_t i) { return static_cast<size_t>(i); }
 
-// the outer ring's layout: zigzag over ocp ranks of the same sequence
-Partition outer_partition(const Partition& data, index_t ocp) { return Partition(Layout::zigzag, data.seq(), ocp); }
-
 }  // namespace
 
+Partition hcp_outer_partition(const Partition& data, index_t ocp) { return Partition(Layout::zigzag, data.seq(), ocp); }
+
 A2aPlan hcp_inner_plan(const Partition& data, index_t icp, index_t ocp, index_t p) {
-  const Partition outer = outer_partition(data, ocp);
+  const Partition outer = hcp_outer_partition(data, ocp);
   A2aPlan plan;
   for (index_t a = 0; a < icp; ++a) {
     plan.members.push_back(static_cast<int>(p * icp + a));
@@ -53,7 +52,7 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
       for (index_t a = 0; a < icp; ++a) dst[at(p * icp + a)] = std::move(got[at(a)]);
     }
   }
-  const RingConfig<T> rc{outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
+  const RingConfig<T> rc{hcp_outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
   for (index_t a = 0; a < icp; ++a) {
     const std::vector<int> members = hcp_ring_members(icp, ocp, a);
     PerRank<T> rq, rk, rv;
@@ -92,7 +91,7 @@ CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const 
     PerRank<T> got = a2a_before(hcp_inner_plan(cfg.part, icp, ocp, p), group, "do", comm);
     for (index_t a = 0; a < icp; ++a) dO[at(p * icp + a)] = std::move(got[at(a)]);
   }
-  const RingConfig<T> rc{outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
+  const RingConfig<T> rc{hcp_outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
   std::vector<RingGrads<T>> rg;
   for (index_t a = 0; a < icp; ++a) {
     const std::vector<int> members = hcp_ring_members(icp, ocp, a);

@@ -33,8 +33,10 @@ template <class T>
 CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const HcpForward<T>& fwd,
                         const PerRank<T>& dout, SimComm& comm);
 
-// the inner all-to-all plan of group p, and the ranks of ring a
+// the inner all-to-all plan of group p, the ranks of ring a, and the rings' layout (zigzag of the
+// same sequence over ocp ranks); read by the execution and by trace_plan.h
 A2aPlan hcp_inner_plan(const Partition& data, index_t icp, index_t ocp, index_t p);
 std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a);
+Partition hcp_outer_partition(const Partition& data, index_t ocp);
 
 }  // namespace cplab

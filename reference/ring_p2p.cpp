@@ -33,21 +33,19 @@ void unflat(const std::vector<T>& buf, std::initializer_list<Tensor3<T>*> parts)
 }
 
 // the tile of ring position r holding block j: the section table, or for packed sequences all
-// local Q x the whole block under the token mask (still named by section)
+// local Q x the whole block under the token mask (ring_schedule.h)
 template <class T>
 RingTile plan_tile(const RingConfig<T>& cfg, int P, int r, int j) {
-  const index_t n = cfg.part.local_len();
-  RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, n);
+  const RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, cfg.part.local_len());
   if (cfg.packing == nullptr) return t;
-  const Mask m = token_mask(*cfg.packing, cfg.part.indices(r), cfg.part.indices(j), cfg.causal);
-  const bool empty = visible_pairs(m, n, n) == 0;
-  return RingTile{empty ? "skipped" : t.section, 0, n, 0, n, m, empty};
+  return ring_packed_tile(t, *cfg.packing, cfg.part.indices(r), cfg.part.indices(j), cfg.causal);
 }
 
 Event tile_event(Phase phase, int step, const RingGroup& g, int r, int j, const RingTile& t,
                  const Partition& part, index_t h, index_t d, index_t dv, double dur_us) {
-  return cp_tile_event(phase, g.step0 + step, g.global(r), g.global(j), t.section, t.mask, t.skipped,
-                       part.indices(r, t.q0, t.nq), part.indices(j, t.k0, t.nk), h, d, dv, dur_us);
+  return cp_tile_event(phase, g.step0 + step, g.global(r), g.global(j), t.section,
+                       tile_shape(t.mask, t.skipped, part.spans(r, t.q0, t.nq), t.nq, part.spans(j, t.k0, t.nk), t.nk),
+                       h, d, dv, dur_us);
 }
 
 template <class T>
@@ -81,9 +79,11 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
   }
   for (int i = 0; i < P; ++i) {
     comm.set_step(Phase::fwd, g.step0 + i);
-    if (i < P - 1)  // post the held block to r+1 before computing: it travels while we compute
+    const RingPost post = ring_fwd_post(P, i);
+    if (post.posts)  // post the held block to r+1 before computing: it travels while we compute
       for (int r = 0; r < P; ++r)
-        comm.send<T>(g.global(r), g.global((r + 1) % P), "kv", flat<T>({&res.k_saved[r], &res.v_saved[r]}));
+        comm.send<T>(g.global(r), g.global(static_cast<int>(ring_fwd_dst(P, r))), post.tensor,
+                     flat<T>({&res.k_saved[r], &res.v_saved[r]}));
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_fwd_kv_block(P, r, i));
       const RingTile t = plan_tile(cfg, P, r, j);
@@ -101,9 +101,10 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
       }
       if (comm.trace()) comm.trace()->add(tile_event(Phase::fwd, i, g, r, j, t, cfg.part, h, d, dv, us_since(t0)));
     }
-    if (i < P - 1)
+    if (post.posts)
       for (int r = 0; r < P; ++r)
-        unflat<T>(comm.recv<T>(g.global(r), g.global((r - 1 + P) % P), "kv"), {&res.k_saved[r], &res.v_saved[r]});
+        unflat<T>(comm.recv<T>(g.global(r), g.global(static_cast<int>(ring_fwd_src(P, r))), post.tensor),
+                  {&res.k_saved[r], &res.v_saved[r]});
   }
   if (cfg.merge == MergeKind::fold)
     for (int r = 0; r < P; ++r) folds[r].finish(res.o[r].view(), rows_view(res.lse[r]));
@@ -130,17 +131,16 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
   }
   for (int i = 0; i < P; ++i) {
     comm.set_step(Phase::bwd, g.step0 + i);
-    const bool send_kv = i < P - 1, send_dkv = i >= 1;
-    const std::string what = send_kv && send_dkv ? "kv+dkv" : (send_kv ? "kv" : "dkv");
-    if (P > 1)
+    const RingPost post = ring_bwd_post(P, i);
+    if (post.posts)
       for (int r = 0; r < P; ++r) {
         std::vector<T> buf;
-        if (send_kv) buf = flat<T>({&kcur[r], &vcur[r]});
-        if (send_dkv) {
+        if (post.kv) buf = flat<T>({&kcur[r], &vcur[r]});
+        if (post.dkv) {
           const std::vector<T> part = flat<T>({&dk_acc[r], &dv_acc[r]});
           buf.insert(buf.end(), part.begin(), part.end());
         }
-        comm.send<T>(g.global(r), g.global((r - 1 + P) % P), what, buf);
+        comm.send<T>(g.global(r), g.global(static_cast<int>(ring_bwd_dst(P, r))), post.tensor, buf);
       }
     PerRank<T> dk_step, dv_step;
     for (int r = 0; r < P; ++r) {
@@ -159,10 +159,10 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
     }
     for (int r = 0; r < P; ++r) {
       Tensor3<T> dk_in(n, hk, d), dv_in(n, hk, dv);  // partial dKV of the block held now (zero at i = 0)
-      if (P > 1) {
-        const std::vector<T> buf = comm.recv<T>(g.global(r), g.global((r + 1) % P), what);
-        if (send_kv && send_dkv) unflat<T>(buf, {&kcur[r], &vcur[r], &dk_in, &dv_in});
-        else if (send_kv) unflat<T>(buf, {&kcur[r], &vcur[r]});
+      if (post.posts) {
+        const std::vector<T> buf = comm.recv<T>(g.global(r), g.global(static_cast<int>(ring_bwd_src(P, r))), post.tensor);
+        if (post.kv && post.dkv) unflat<T>(buf, {&kcur[r], &vcur[r], &dk_in, &dv_in});
+        else if (post.kv) unflat<T>(buf, {&kcur[r], &vcur[r]});
         else unflat<T>(buf, {&dk_in, &dv_in});
       }
       for (size_t x = 0; x < dk_in.data.size(); ++x) dk_acc[r].data[x] = dk_in.data[x] + dk_step[r].data[x];

@@ -25,4 +25,23 @@ RingTile ring_tile(Layout layout, bool causal, index_t P, index_t r, index_t j, 
   return RingTile{};
 }
 
+RingTile ring_packed_tile(const RingTile& t, const Packing& p, const std::vector<index_t>& q_pos,
+                          const std::vector<index_t>& k_pos, bool causal) {
+  const index_t nq = static_cast<index_t>(q_pos.size()), nk = static_cast<index_t>(k_pos.size());
+  const Mask m = token_mask(p, q_pos, k_pos, causal);
+  const bool empty = visible_pairs(m, nq, nk) == 0;
+  return RingTile{empty ? "skipped" : t.section, 0, nq, 0, nk, m, empty};
+}
+
+RingPost ring_fwd_post(index_t P, index_t i) {
+  if (i >= P - 1) return RingPost{};
+  return RingPost{true, true, false, "kv"};
+}
+
+RingPost ring_bwd_post(index_t P, index_t i) {
+  if (P <= 1) return RingPost{};
+  const bool kv = i < P - 1, dkv = i >= 1;
+  return RingPost{true, kv, dkv, kv && dkv ? "kv+dkv" : (kv ? "kv" : "dkv")};
+}
+
 }  // namespace cplab

@@ -92,19 +92,47 @@ void check_packed_lengths(const std::vector<index_t>& cu, Layout layout, index_t
   }
 }
 
+namespace {
+
+// lower_bound(k.begin() + from, k.end(), x) when every k[j < from] is below x, in O(log distance)
+size_t gallop(const std::vector<index_t>& k, size_t from, index_t x) {
+  if (from >= k.size() || k[from] >= x) return from;
+  size_t lo = from + 1, step = 1;  // k[< lo] < x
+  while (lo + step <= k.size() && k[lo + step - 1] < x) lo += step, step *= 2;
+  const size_t hi = std::min(lo + step, k.size());
+  return static_cast<size_t>(std::lower_bound(k.begin() + static_cast<std::ptrdiff_t>(lo),
+                                              k.begin() + static_cast<std::ptrdiff_t>(hi), x) - k.begin());
+}
+
+}  // namespace
+
 Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, bool causal) {
   if (!std::is_sorted(k.begin(), k.end())) throw std::logic_error("token_mask: keys must be sorted by position");
+  // Queries in position order (every caller's case) are swept: the sequence and the first and last
+  // visible key only move forward (O(|q| + |k|)); otherwise each query searches on its own.
+  const bool sweep = std::is_sorted(q.begin(), q.end());
   std::vector<std::int64_t> lo(q.size()), hi(q.size());
+  index_t s = -1, start = 0, len = 0;
+  size_t seq_lo = 0, seq_hi = 0, at_hi = 0;  // the real keys of sequence s are k[seq_lo, seq_hi)
   for (size_t a = 0; a < q.size(); ++a) {
-    const index_t s = p.seq_of(q[a]), start = p.cu_seqlens_padded[static_cast<size_t>(s)];
-    const index_t pos = q[a] - start, len = p.length(s);
-    if (pos >= len) {  // padding query: sees nothing
+    index_t t = sweep ? std::max<index_t>(s, 0) : p.seq_of(q[a]);
+    if (sweep)
+      while (t + 1 < p.num_seqs() && p.cu_seqlens_padded[static_cast<size_t>(t + 1)] <= q[a]) ++t;
+    if (t != s) {  // a new sequence: its real keys are the positions [start, start + len)
+      if (!sweep) seq_lo = seq_hi = 0;
+      s = t, start = p.cu_seqlens_padded[static_cast<size_t>(s)], len = p.length(s);
+      seq_lo = gallop(k, seq_lo, start);
+      seq_hi = gallop(k, std::max(seq_lo, seq_hi), start + len);
+      at_hi = seq_lo;
+    }
+    if (q[a] - start >= len) {  // padding query: sees nothing
       lo[a] = hi[a] = 0;
       continue;
     }
-    const index_t end = start + (causal ? pos + 1 : len);  // visible keys: packed positions [start, end)
-    lo[a] = std::lower_bound(k.begin(), k.end(), start) - k.begin();
-    hi[a] = std::lower_bound(k.begin(), k.end(), end) - k.begin();
+    if (!sweep) at_hi = seq_lo;
+    if (causal) at_hi = gallop(k, at_hi, q[a] + 1);  // causal: the positions [start, q + 1)
+    lo[a] = static_cast<std::int64_t>(seq_lo);
+    hi[a] = static_cast<std::int64_t>(causal ? at_hi : seq_hi);
   }
   return Mask::ranges(std::move(lo), std::move(hi));
 }

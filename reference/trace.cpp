@@ -129,10 +129,43 @@ Trace Trace::from_json(const json& j) {
   }
 }
 
-// Chrome trace-event form. Time axis: steps follow each other; inside a step each rank's tiles run
-// back to back for their measured durations; the step ends when the slowest rank is done (the
-// reference is lockstep). A message is drawn on both ranks' comm lanes for the step it is in
-// flight (posted at the step's start, consumed at its end).
+std::vector<std::pair<Phase, int>> Trace::steps() const {
+  std::vector<std::pair<Phase, int>> out;
+  for (const Event& e : events_)
+    if (out.empty() || out.back() != std::make_pair(e.phase, e.step))  // (the common case: same step as before)
+      if (std::find(out.begin(), out.end(), std::make_pair(e.phase, e.step)) == out.end())
+        out.emplace_back(e.phase, e.step);
+  return out;
+}
+
+std::vector<Trace::Timed> Trace::timeline(const std::function<double(const Event&)>& tile_us, double min_us) const {
+  std::vector<Timed> out(events_.size());
+  // events of each step, in trace order
+  const auto st = steps();
+  std::vector<std::vector<size_t>> of_step(st.size());
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const auto key = std::make_pair(events_[i].phase, events_[i].step);
+    of_step[static_cast<size_t>(std::find(st.begin(), st.end(), key) - st.begin())].push_back(i);
+  }
+  double t0 = 0;
+  std::vector<double> cursor(static_cast<size_t>(cp_));
+  for (const std::vector<size_t>& ev : of_step) {
+    std::fill(cursor.begin(), cursor.end(), t0);
+    for (size_t i : ev) {
+      if (events_[i].kind != EventKind::tile) continue;
+      double& c = cursor[static_cast<size_t>(events_[i].rank)];
+      out[i] = {c, c + std::max(tile_us(events_[i]), min_us)};
+      c = out[i].t1;
+    }
+    const double t1 = std::max(t0 + min_us, *std::max_element(cursor.begin(), cursor.end()));
+    for (size_t i : ev)
+      if (events_[i].kind != EventKind::tile) out[i] = {t0, t1};
+    t0 = t1;
+  }
+  return out;
+}
+
+// Chrome trace-event form, on the time axis of timeline() with the measured tile durations.
 json Trace::to_chrome_json() const {
   json ev = json::array();
   for (int r = 0; r < cp_; ++r) {
@@ -141,33 +174,24 @@ json Trace::to_chrome_json() const {
     ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 2 * r + 1},
                   {"args", {{"name", "rank " + std::to_string(r) + " comm"}}}});
   }
-  // steps in order of first appearance
-  std::vector<std::pair<Phase, int>> steps;
-  for (const Event& e : events_)
-    if (std::find(steps.begin(), steps.end(), std::make_pair(e.phase, e.step)) == steps.end())
-      steps.emplace_back(e.phase, e.step);
-  double t0 = 0;
-  for (const auto& [phase, step] : steps) {
-    std::vector<double> cursor(static_cast<size_t>(cp_), t0);
-    for (const Event& e : events_) {
+  const std::vector<Timed> when = timeline([](const Event& e) { return e.dur_us; });
+  for (const auto& [phase, step] : steps()) {
+    for (size_t i = 0; i < events_.size(); ++i) {
+      const Event& e = events_[i];
       if (e.phase != phase || e.step != step || e.kind != EventKind::tile) continue;
-      double& c = cursor[static_cast<size_t>(e.rank)];
-      const double dur = std::max(e.dur_us, 1.0);
-      ev.push_back({{"ph", "X"}, {"pid", 0}, {"tid", 2 * e.rank}, {"ts", c}, {"dur", dur},
+      ev.push_back({{"ph", "X"}, {"pid", 0}, {"tid", 2 * e.rank}, {"ts", when[i].t0}, {"dur", when[i].t1 - when[i].t0},
                     {"name", to_string(phase) + " " + e.section}, {"cat", "tile"},
                     {"args", {{"step", step}, {"kv_of_rank", e.peer}, {"mask", e.mask}, {"pairs", e.pairs},
                               {"flops", e.flops}, {"rows", spans_json(e.rows)}, {"cols", spans_json(e.cols)}}}});
-      c += dur;
     }
-    const double t1 = std::max(t0 + 1.0, *std::max_element(cursor.begin(), cursor.end()));
-    for (const Event& e : events_) {
+    for (size_t i = 0; i < events_.size(); ++i) {
+      const Event& e = events_[i];
       if (e.phase != phase || e.step != step || e.kind == EventKind::tile) continue;
       const std::string dir = e.kind == EventKind::send ? " -> r" : " <- r";
-      ev.push_back({{"ph", "X"}, {"pid", 0}, {"tid", 2 * e.rank + 1}, {"ts", t0}, {"dur", t1 - t0},
+      ev.push_back({{"ph", "X"}, {"pid", 0}, {"tid", 2 * e.rank + 1}, {"ts", when[i].t0}, {"dur", when[i].t1 - when[i].t0},
                     {"name", to_string(e.kind) + " " + e.tensor + dir + std::to_string(e.peer)},
                     {"cat", e.op}, {"args", {{"step", step}, {"bytes", e.bytes}, {"op", e.op}}}});
     }
-    t0 = t1;
   }
   return json{{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", meta_}};
 }

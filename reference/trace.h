@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layout.h"
@@ -53,12 +55,25 @@ class Trace {
   int cp() const { return cp_; }
   // free-form description of the run (mode, layout, shapes, ...) written into the JSON form
   std::map<std::string, std::string>& meta() { return meta_; }
+  const std::map<std::string, std::string>& meta() const { return meta_; }
 
   // summaries over the events (phase filter: none = both)
   std::vector<std::int64_t> bytes_sent_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> bytes_recv_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> messages_sent_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> flops_per_rank(const Phase* phase = nullptr) const;
+
+  // (phase, step) pairs in the order the events first show them
+  std::vector<std::pair<Phase, int>> steps() const;
+  // The time axis of to_chrome_json and cplab-viz's timeline, per event [t0, t1) in microseconds:
+  // steps follow each other; inside a step each rank's tiles run back to back for tile_us(e)
+  // (at least min_us); the step ends when the slowest rank is done (the reference is lockstep; a step
+  // lasts at least min_us); a message lasts its whole step on both ranks' comm lanes (posted at the
+  // step's start, consumed at its end).
+  struct Timed {
+    double t0 = 0, t1 = 0;
+  };
+  std::vector<Timed> timeline(const std::function<double(const Event&)>& tile_us, double min_us = 1.0) const;
 
   nlohmann::json to_json() const;
   nlohmann::json to_chrome_json() const;

@@ -37,6 +37,20 @@ A2aPlan sequence_plan(const Partition& part) {
   return p;
 }
 
+Mask ulysses_mask(const Packing& tokens, bool packed, bool causal, index_t S) {
+  if (!packed) return causal ? Mask::causal() : Mask::none();
+  const std::vector<index_t> all = iota_positions(0, S);
+  return token_mask(tokens, all, all, causal);
+}
+
+std::string ulysses_section(index_t g, index_t hg) {
+  return "heads " + std::to_string(g * hg) + ".." + std::to_string((g + 1) * hg - 1);
+}
+
+TileShape ulysses_tile_shape(const Mask& mask, index_t S) {
+  return tile_shape(mask, false, range_spans(0, S), S, range_spans(0, S), S);
+}
+
 std::vector<index_t> chunk_ids_before_attn(index_t P) {
   const Partition chunks(Layout::zigzag, 2 * P, P);  // one token per chunk
   std::vector<index_t> ids;
@@ -153,18 +167,15 @@ UlyssesForward<T> ulysses_forward(const CpConfig<T>& cfg, const PerRank<T>& q, c
   f.k = a2a_before(plan, k, "k", comm);
   f.v = a2a_before(plan, v, "v", comm);
   comm.set_step(Phase::fwd, 1);
-  const std::vector<index_t> all = iota_positions(0, S);
-  const Mask mask = cfg.packed() ? token_mask(cfg.packing, all, all, cfg.causal)
-                                 : (cfg.causal ? Mask::causal() : Mask::none());
+  const Mask mask = ulysses_mask(cfg.packing, cfg.packed(), cfg.causal, S);
   for (int g = 0; g < P; ++g) {
     f.o.emplace_back(S, hg, dv);
     f.lse.emplace_back(hg, S);
     const auto t0 = TileClock::now();
     attention_forward<T>(f.q[g].view(), f.k[g].view(), f.v[g].view(), mask, cfg.scale, f.o[g].view(), rows_view(f.lse[g]));
     if (comm.trace())
-      comm.trace()->add(cp_tile_event(Phase::fwd, 1, g, g, "heads " + std::to_string(g * hg) + ".." +
-                                                             std::to_string((g + 1) * hg - 1),
-                                      mask, false, all, all, hg, d, dv, us_since(t0)));
+      comm.trace()->add(cp_tile_event(Phase::fwd, 1, g, g, ulysses_section(g, hg), ulysses_tile_shape(mask, S), hg, d, dv,
+                                      us_since(t0)));
   }
   comm.set_step(Phase::fwd, 2);
   f.out.o = a2a_after(plan, f.o, "o", comm);
@@ -182,9 +193,7 @@ CpGrads<T> ulysses_backward(const CpConfig<T>& cfg, const UlyssesForward<T>& f, 
   comm.set_step(Phase::bwd, 0);
   const PerRank<T> dO = a2a_before(plan, dout, "do", comm);
   comm.set_step(Phase::bwd, 1);
-  const std::vector<index_t> all = iota_positions(0, S);
-  const Mask mask = cfg.packed() ? token_mask(cfg.packing, all, all, cfg.causal)
-                                 : (cfg.causal ? Mask::causal() : Mask::none());
+  const Mask mask = ulysses_mask(cfg.packing, cfg.packed(), cfg.causal, S);
   PerRank<T> dq, dk, dvs;
   for (int g = 0; g < P; ++g) {
     dq.emplace_back(S, hg, d);
@@ -195,9 +204,8 @@ CpGrads<T> ulysses_backward(const CpConfig<T>& cfg, const UlyssesForward<T>& f, 
     attention_backward<T>(f.q[g].view(), f.k[g].view(), f.v[g].view(), dO[g].view(), rows_view(f.lse[g]),
                           rows_view(delta), mask, cfg.scale, dq[g].view(), dk[g].view(), dvs[g].view());
     if (comm.trace())
-      comm.trace()->add(cp_tile_event(Phase::bwd, 1, g, g, "heads " + std::to_string(g * hg) + ".." +
-                                                             std::to_string((g + 1) * hg - 1),
-                                      mask, false, all, all, hg, d, dvh, us_since(t0)));
+      comm.trace()->add(cp_tile_event(Phase::bwd, 1, g, g, ulysses_section(g, hg), ulysses_tile_shape(mask, S), hg, d, dvh,
+                                      us_since(t0)));
   }
   comm.set_step(Phase::bwd, 2);
   CpGrads<T> grads{a2a_after(plan, dq, "dq", comm), a2a_after(plan, dk, "dk", comm), a2a_after(plan, dvs, "dv", comm)};

@@ -58,6 +58,16 @@ CpGrads<T> ulysses_backward(const CpConfig<T>& cfg, const UlyssesForward<T>& fwd
 
 // the a2a plan of --mode a2a: every rank ends up with the whole sequence in order
 A2aPlan sequence_plan(const Partition& part);
+// Message sizes (what trace_plan.h relies on): in both plans every member's positions are in every
+// member's target list, so in a2a_before member i sends member g all |from[i]| of its tokens
+// (heads/G heads of them) and in a2a_after member g sends member i the same |from[i]| tokens back.
+
+// The attention step of --mode a2a (the one definition, read by the execution and trace_plan.h):
+// every rank computes all S queries x all S keys of its head group under this mask (token_mask for
+// packed sequences), recorded as one tile named ulysses_section(g, heads per rank)
+Mask ulysses_mask(const Packing& tokens, bool packed, bool causal, index_t S);
+std::string ulysses_section(index_t g, index_t hg);
+TileShape ulysses_tile_shape(const Mask& mask, index_t S);
 
 // TE's chunk-id tables for zigzag, derived from the layout (not typed in): after an all-to-all the
 // 2P chunks arrive in rank-concatenated order [0, 2P-1, 1, 2P-2, ...].

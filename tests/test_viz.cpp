@@ -1,0 +1,192 @@
+// test_viz.cpp: the scene logic of cplab-viz (viz/scene), checked against the reference without a
+// display: which tokens, tiles, arrows, cells and rectangles each view shows for a configuration.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "dcp_cost.h"
+#include "error.h"
+#include "ring_schedule.h"
+#include "views.h"
+
+using namespace cplab;
+using namespace cplab::viz;
+
+namespace {
+
+VizParams run_params(const std::string& mode, Layout layout, index_t cp, index_t seq, bool causal = true) {
+  VizParams p;
+  p.run.mode = mode;
+  p.run.layout = layout;
+  p.run.cp = cp;
+  p.run.seq = seq;
+  p.run.causal = causal;
+  return p;
+}
+
+int step_index(const RunModel& m, Phase ph, int step) {
+  for (size_t i = 0; i < m.steps.size(); ++i)
+    if (m.steps[i] == std::make_pair(ph, step)) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("viz ownership: every zoomed token shows its owner and local index; strips are single-rank where the layout is") {
+  for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
+    const RunModel m = RunModel::build(run_params("p2p", l, 4, 32));
+    const Scene s = ownership_view(m, ViewState{}, 1000, 500);
+    const auto tokens = s.find("token");
+    REQUIRE(tokens.size() == 32);  // 32 tokens fit the zoom strip
+    for (const Prim* t : tokens) {
+      const RankLocal o = m.part.owner(t->id);
+      CHECK(t->rank == o.rank);
+      CHECK(t->info == "local " + std::to_string(o.local));
+    }
+  }
+  // 1M tokens on 64 ranks over 1000 pixels: contiguous strips are single-rank runs whose end
+  // tokens belong to their rank; striped is one mixed run (every pixel holds every rank)
+  const RunModel big = RunModel::build(run_params("p2p", Layout::zigzag, 64, 1 << 20));
+  const Scene s = ownership_view(big, ViewState{}, 1150, 500);
+  std::map<std::string, std::vector<const Prim*>> by_layout;
+  for (const Prim* p : s.find("strip")) by_layout[p->info].push_back(p);
+  REQUIRE(by_layout.size() == 3);
+  CHECK(by_layout["striped"].size() == 1);
+  CHECK(by_layout["striped"][0]->rank == -1);
+  const Partition contiguous(Layout::contiguous, 1 << 20, 64);
+  const float x0 = by_layout["contiguous"].front()->pts[0], w = by_layout["contiguous"].back()->pts[2] - x0;
+  int single = 0;
+  for (const Prim* p : by_layout["contiguous"]) {
+    if (p->rank < 0) continue;
+    ++single;
+    const auto first = static_cast<index_t>((p->pts[0] - x0) / w * (1 << 20)) + 1;
+    const auto last = static_cast<index_t>((p->pts[2] - x0) / w * (1 << 20)) - 1;
+    CHECK(contiguous.owner(first).rank == p->rank);
+    CHECK(contiguous.owner(last).rank == p->rank);
+  }
+  CHECK(single == 64);
+  // zigzag: each rank owns two chunks, 128 in all, but rank 63's two chunks (63 and 64) touch: 127 runs
+  int zz = 0;
+  for (const Prim* p : by_layout["zigzag"]) zz += p->rank >= 0;
+  CHECK(zz == 127);
+  // hover names the token's facts
+  ViewState v;
+  v.mx = 150, v.my = 0;  // the strips start at x = 150
+  for (const Prim* p : s.find("strip"))
+    if (p->info == "zigzag") v.my = p->pts[1] + 3;
+  CHECK(ownership_view(big, v, 1150, 500).hover.find("zigzag: token 0: rank 0, local index 0") == 0);
+}
+
+TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
+  for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
+    const index_t P = 4, S = 32, n = S / P;
+    const RunModel m = RunModel::build(run_params("p2p", l, P, S));
+    for (int i = 0; i < P; ++i) {
+      ViewState v;
+      v.step = step_index(m, Phase::fwd, i);
+      REQUIRE(v.step >= 0);
+      const Scene s = ring_view(m, v, 1200, 700);
+      for (index_t r = 0; r < P; ++r) {
+        const RingTile t = ring_tile(l, true, P, r, ring_fwd_kv_block(P, r, i), n);
+        std::set<std::string> sections;
+        for (const Prim* p : s.find("tile"))
+          if (p->rank == r) sections.insert(p->info.substr(0, p->info.find(',')));
+        const bool skipped = std::any_of(s.prims.begin(), s.prims.end(), [&](const Prim& p) { return p.tag == "skipped" && p.rank == r; });
+        if (t.skipped) {
+          CHECK(sections.empty());
+          CHECK(skipped);
+        } else {
+          CHECK(sections == std::set<std::string>{t.section});
+          CHECK_FALSE(skipped);
+        }
+      }
+      // KV goes r -> r+1 at every forward step but the last
+      const auto arrows = s.find("arrow");
+      CHECK(arrows.size() == (i < P - 1 ? 4u : 0u));
+      for (const Prim* a : arrows) CHECK(a->peer == (a->rank + 1) % P);
+    }
+  }
+  // all-to-all step of Ulysses: the transpose panel, before and after in every rank's colour
+  VizParams up = run_params("a2a", Layout::zigzag, 4, 32);
+  up.run.kv_heads = 4;
+  const RunModel u = RunModel::build(up);
+  ViewState v;
+  v.step = step_index(u, Phase::fwd, 0);
+  const Scene s = ring_view(u, v, 1200, 700);
+  std::set<int> before, after;
+  for (const Prim* p : s.find("a2a_before")) before.insert(p->rank);
+  for (const Prim* p : s.find("a2a_after")) after.insert(p->rank);
+  CHECK(before == std::set<int>{0, 1, 2, 3});
+  CHECK(after == std::set<int>{0, 1, 2, 3});
+  // one arrow per message of the step (P <= 8: collectives are drawn message by message)
+  std::multiset<std::pair<int, int>> sent, drawn;
+  for (const Event& e : u.trace.events())
+    if (e.kind == EventKind::send && e.phase == Phase::fwd && e.step == 0) sent.insert({e.rank, e.peer});
+  for (const Prim* a : s.find("arrow")) drawn.insert({a->rank, a->peer});
+  CHECK(sent.size() == 3 * 4 * 3);  // q, k and v, every rank to each of the 3 others
+  CHECK(drawn == sent);
+}
+
+TEST_CASE("viz masks: one cell per forward tile with the reference's section; contiguous skips above the diagonal") {
+  const index_t P = 4, S = 32;
+  for (Layout l : {Layout::contiguous, Layout::zigzag}) {
+    const RunModel m = RunModel::build(run_params("p2p", l, P, S));
+    const Scene s = masks_view(m, ViewState{}, 1500, 600);
+    const auto cells = s.find("kind_tile");
+    REQUIRE(cells.size() == static_cast<size_t>(P * P));
+    for (const Prim* c : cells) {
+      const RingTile t = ring_tile(l, true, P, c->rank, c->peer, S / P);
+      CHECK(c->info == (t.skipped ? std::string("skipped") : t.section));
+      CHECK((c->kind == Prim::Kind::rect && c->fill.a == 0) == t.skipped);  // skipped: an outline only
+    }
+  }
+}
+
+TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's ranks, for seed 000's example") {
+  VizParams p;  // the defaults: seed 000's batch on 8 ranks, 4096 tokens per rank, overhead cost
+  const SchedModel m = SchedModel::build(p);
+  const float H = 600;
+  const Scene s = scheduler_view(m, ViewState{}, 1200, H);
+  const auto samples = s.find("sample");
+  REQUIRE(samples.size() == 2 * m.lengths.size());
+  // the Megatron panel comes first: match its rectangles to its groups
+  size_t k = 0;
+  for (const DcpSchedule* d : {&m.megatron, &m.cplab})
+    for (size_t ri = 0; ri < d->rounds.size(); ++ri)
+      for (const DcpGroup& g : d->rounds[ri].groups)
+        for (int smp : g.samples) {
+          REQUIRE(k < samples.size());
+          const Prim* r = samples[k++];
+          CHECK(r->rank == smp);
+          CHECK(r->id == static_cast<int>(ri));
+          CHECK(r->peer == g.size);
+          CHECK(r->info.find("on ranks " + std::to_string(g.start) + ".." + std::to_string(g.start + g.size - 1)) != std::string::npos);
+          CHECK(r->pts[2] - r->pts[0] > 0);
+        }
+  // the seed's 32K sample runs on all 8 ranks in Megatron's first round
+  CHECK(samples[0]->rank == 0);
+  CHECK(samples[0]->peer == 8);
+}
+
+TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes; planned traces are modelled") {
+  const RunModel m = RunModel::build(run_params("p2p", Layout::zigzag, 4, 32));
+  CHECK(m.modelled_time);
+  const Scene s = timeline_view(m, ViewState{}, 1200, 600);
+  std::map<int, int> per_rank;
+  for (const Prim* p : s.find("compute")) ++per_rank[p->rank];
+  REQUIRE(per_rank.size() == 4);
+  for (const auto& [r, c] : per_rank) CHECK(c == 8);  // 4 forward + 4 backward steps
+  std::map<int, int> comm;
+  for (const Prim* p : s.find("comm")) ++comm[p->rank];
+  for (const auto& [r, c] : comm) CHECK(c >= 7);  // 3 forward steps send, 4 backward; send and recv lanes merge
+}
+
+TEST_CASE("viz models name the rule a bad configuration breaks") {
+  CHECK_THROWS_WITH_AS(RunModel::build(run_params("p2p", Layout::zigzag, 8, 1000)), doctest::Contains("multiple of 2*cp = 16"), Error);
+  VizParams p;
+  p.ranks = 6;
+  CHECK_THROWS_AS(SchedModel::build(p), Error);
+  p = VizParams{};
+  p.trace_file = "/nonexistent/trace.json";
+  CHECK_THROWS_WITH_AS(RunModel::build(p), doctest::Contains("cannot open"), Error);
+}

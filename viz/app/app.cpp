@@ -1,0 +1,106 @@
+// app.cpp: the frame of cplab-viz: controls pane + canvas (see app.h).
+#include "app.h"
+
+#include <imgui.h>
+
+#include "error.h"
+#include "render.h"
+
+namespace cplab::viz {
+
+void AppState::rebuild_run() {
+  try {
+    run = RunModel::build(params);
+    run_ok = true;
+    run_error.clear();
+  } catch (const Error& e) {
+    run_error = e.what();
+  }
+}
+
+void AppState::rebuild_sched() {
+  try {
+    sched = SchedModel::build(params);
+    sched_ok = true;
+    sched_error.clear();
+  } catch (const Error& e) {
+    sched_error = e.what();
+  }
+}
+
+void help(const char* text) {
+  ImGui::SameLine();
+  ImGui::TextDisabled("(?)");
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+namespace {
+
+Scene build(const AppState& a, const ViewState& vs, float W, float H) {
+  const std::string& v = view_names()[static_cast<size_t>(a.view)];
+  if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : Scene{W, H, "no schedule: " + a.sched_error, {}, {}, {}};
+  if (!a.run_ok) return Scene{W, H, "no run: " + a.run_error, {}, {}, {}};
+  if (v == "ownership") return ownership_view(a.run, vs, W, H);
+  if (v == "ring") return ring_view(a.run, vs, W, H);
+  if (v == "masks") return masks_view(a.run, vs, W, H);
+  return timeline_view(a.run, vs, W, H);
+}
+
+}  // namespace
+
+void draw_frame(AppState& app, float W, float H, double dt) {
+  const float cw = app.controls ? 360.0f : 0.0f;
+  const int n_steps = app.run_ok ? static_cast<int>(app.run.steps.size()) : 0;
+  if (app.playing && n_steps > 0 && view_names()[static_cast<size_t>(app.view)] == "ring") {
+    app.play_clock += dt * app.steps_per_second;
+    while (app.play_clock >= 1.0) app.play_clock -= 1.0, app.vs.step = (app.vs.step + 1) % n_steps;
+  }
+  if (app.controls) {
+    ImGui::SetNextWindowPos({0, 0});
+    ImGui::SetNextWindowSize({cw, H});
+    ImGui::Begin("cplab-viz", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+    for (size_t i = 0; i < view_names().size(); ++i) {
+      if (i > 0) ImGui::SameLine();
+      ImGui::RadioButton(view_names()[i].c_str(), &app.view, static_cast<int>(i));
+    }
+    help("ownership: which rank holds which tokens. ring: what every rank computes and sends at one step. "
+         "masks: the causal mask globally, in rank order, and each rank's tiles. scheduler: dynamic CP, "
+         "which ranks run which sequence when. timeline: per-rank compute and communication over time.");
+    ImGui::Separator();
+    const std::string& v = view_names()[static_cast<size_t>(app.view)];
+    if (v == "ownership") panel_ownership(app);
+    else if (v == "ring") panel_ring(app);
+    else if (v == "masks") panel_masks(app);
+    else if (v == "scheduler") panel_scheduler(app);
+    else panel_timeline(app);
+    ImGui::End();
+  }
+  ImGui::SetNextWindowPos({cw, 0});
+  ImGui::SetNextWindowSize({W - cw, H});
+  ImGui::Begin("##canvas", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                   ImGuiWindowFlags_NoSavedSettings);
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const ImVec2 o0 = ImGui::GetCursorScreenPos();
+  const float cvw = W - cw - 2 * ImGui::GetStyle().WindowPadding.x;
+  const float cvh = H - 2 * ImGui::GetStyle().WindowPadding.y - 4 * line;
+  ViewState vs = app.vs;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const ImVec2 origin{o0.x, o0.y + line};
+  vs.mx = mouse.x - origin.x, vs.my = mouse.y - origin.y;
+  const Scene s = build(app, vs, cvw, cvh);
+  ImGui::TextUnformatted(s.title.c_str());
+  draw_scene(s, ImGui::GetWindowDrawList(), origin);
+  ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
+  for (const std::string& n : s.notes) ImGui::TextWrapped("%s", n.c_str());
+  if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
+  ImGui::End();
+}
+
+}  // namespace cplab::viz

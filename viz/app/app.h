@@ -1,0 +1,47 @@
+// app.h: cplab-viz's state and its frame: the controls pane and the current view's canvas.
+//
+// What it is: AppState (the parameters, the models the reference built from them, the view state,
+// the play clock of the ring view), draw_frame (one ImGui frame: controls + canvas, used alike by
+// the interactive window, the headless PNG renderer and --bench-frames), and the per-panel control
+// functions (one file each: panel_*.cpp) with the "(?)" help marker they share.
+// What it is not: windowing or OpenGL (gl_output.h), or any drawing logic of a view (viz/scene).
+#pragma once
+
+#include <string>
+
+#include "model.h"
+#include "views.h"
+
+namespace cplab::viz {
+
+struct AppState {
+  VizParams params;
+  RunModel run;
+  SchedModel sched;
+  std::string run_error, sched_error;  // the rule the last edit broke (the previous model stays shown)
+  bool run_ok = false, sched_ok = false;
+  int view = 0;  // index into view_names()
+  ViewState vs;
+  bool playing = false;
+  float steps_per_second = 1.0f;
+  double play_clock = 0;
+  bool controls = true;  // the controls pane is shown
+  void rebuild_run();    // keep the old model and set run_error if the parameters break a rule
+  void rebuild_sched();
+};
+
+// one frame of the whole app, W x H pixels (call between ImGui::NewFrame and ImGui::Render)
+void draw_frame(AppState& app, float W, float H, double dt_seconds);
+
+// the "(?)" marker: hovering it shows `text`
+void help(const char* text);
+// shared run parameters (mode, cp, seq, heads, kv heads, layout, hcp sizes, cu_seqlens, causal);
+// true when something changed
+bool run_controls(AppState& app);
+void panel_ownership(AppState& app);
+void panel_ring(AppState& app);
+void panel_masks(AppState& app);
+void panel_scheduler(AppState& app);
+void panel_timeline(AppState& app);
+
+}  // namespace cplab::viz

@@ -1,0 +1,78 @@
+// controls.cpp: the run parameters every run view shares, each with its "(?)" help (see app.h).
+#include <imgui.h>
+
+#include <cstring>
+
+#include "app.h"
+#include "error.h"
+
+namespace cplab::viz {
+
+namespace {
+
+bool input_index(const char* label, index_t& x, const char* tip) {
+  long long v = x;
+  const bool changed = ImGui::InputScalar(label, ImGuiDataType_S64, &v, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue);
+  help(tip);
+  if (changed) x = static_cast<index_t>(v);
+  return changed;
+}
+
+}  // namespace
+
+bool run_controls(AppState& app) {
+  RunSpec& s = app.params.run;
+  bool changed = false;
+  static const char* modes[] = {"p2p", "allgather", "a2a", "a2a+p2p"};
+  int mi = 0;
+  for (int i = 0; i < 4; ++i)
+    if (s.mode == modes[i]) mi = i;
+  if (ImGui::Combo("mode", &mi, modes, 4)) s.mode = modes[mi], changed = true;
+  help("p2p: ring attention, KV blocks travel rank to rank while Q stays. allgather: every rank gathers all "
+       "KV first (Llama 3). a2a: Ulysses, an all-to-all swaps the sequence split for a head split. a2a+p2p: "
+       "all-to-all inside groups of icp ranks, ring across ocp groups.");
+  static const char* layouts[] = {"contiguous", "zigzag", "striped"};
+  int li = static_cast<int>(s.layout == Layout::contiguous ? 0 : s.layout == Layout::zigzag ? 1 : 2);
+  if (ImGui::Combo("layout", &li, layouts, 3)) s.layout = parse_layout(layouts[li]), changed = true;
+  help("How tokens are dealt to ranks. contiguous: rank r gets the r-th slice (causal work is unbalanced). "
+       "zigzag: 2*cp chunks, rank r gets chunks r and 2cp-1-r (balanced). striped: token i goes to rank i mod cp.");
+  changed |= input_index("cp", s.cp, "Context-parallel size: the number of ranks the sequence is split over (press Enter).");
+  changed |= input_index("seq", s.seq, "Tokens in the sequence (unpacked runs). zigzag needs a multiple of 2*cp, the others of cp.");
+  changed |= input_index("heads", s.heads, "Query heads. Ulysses (a2a) needs heads divisible by its all-to-all size.");
+  changed |= input_index("kv heads", s.kv_heads, "Key/value heads (GQA when fewer than query heads). They set the bytes a KV block weighs.");
+  changed |= input_index("head dim", s.head_dim, "Dimension per head: FLOPs and bytes scale with it.");
+  if (s.mode == "a2a+p2p") {
+    changed |= input_index("icp", s.icp, "Inner size: ranks per all-to-all group (heads are split icp ways).");
+    changed |= input_index("ocp", s.ocp, "Outer size: ranks per ring (icp * ocp must equal cp).");
+  }
+  static char cu[512] = "";
+  static bool cu_init = false;
+  if (!cu_init) {
+    std::string t;
+    for (size_t i = 0; i < s.cu_seqlens.size(); ++i) t += (i ? "," : "") + std::to_string(s.cu_seqlens[i]);
+    std::strncpy(cu, t.c_str(), sizeof cu - 1);
+    cu_init = true;
+  }
+  if (ImGui::InputText("cu_seqlens", cu, sizeof cu, ImGuiInputTextFlags_EnterReturnsTrue)) {
+    try {
+      s.cu_seqlens = std::strlen(cu) == 0 ? std::vector<index_t>{} : parse_cu_seqlens(cu);
+      changed = true;
+    } catch (const Error& e) {
+      app.run_error = e.what();
+    }
+  }
+  help("Packed (THD) sequences: cumulative lengths such as 0,12,36,42 (empty: one unpacked sequence). "
+       "Each sequence is split over the ranks by the layout on its own; RoPE positions restart per sequence.");
+  changed |= ImGui::Checkbox("pad", &s.pad);
+  help("Pad every packed sequence to the layout's multiple (2*cp for zigzag), as TE's pad_thd_sequences_for_cp does.");
+  changed |= ImGui::Checkbox("causal", &s.causal);
+  help("Causal attention: a query sees only keys at or before it. This is what makes work unbalanced and tiles skippable.");
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("backward", &s.backward);
+  help("Also trace the backward pass (dQ, dK, dV): KV and dKV travel the ring the other way.");
+  if (changed) app.rebuild_run();
+  if (!app.run_error.empty()) ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.run_error.c_str());
+  return changed;
+}
+
+}  // namespace cplab::viz

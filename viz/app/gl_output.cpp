@@ -1,0 +1,126 @@
+// gl_output.cpp: window, headless PNG, frame benchmark (see gl_output.h).
+#include "gl_output.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb_image_write.h>
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace cplab::viz {
+
+namespace {
+
+std::string g_glfw_error;
+void on_glfw_error(int code, const char* what) { g_glfw_error = "GLFW error " + std::to_string(code) + ": " + what; }
+
+void style() {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& s = ImGui::GetStyle();
+  s.WindowRounding = 0;
+  s.Colors[ImGuiCol_WindowBg] = {24 / 255.0f, 24 / 255.0f, 28 / 255.0f, 1.0f};
+}
+
+}  // namespace
+
+int run_window(AppState& app, int W, int H, const std::string& png, int frames) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit()) {
+    std::fprintf(stderr,
+                 "cplab-viz: no display (%s).\n"
+                 "  Fixes: render headless under a virtual X server, e.g.\n"
+                 "    xvfb-run -a cplab-viz --headless --view ring --out ring.png\n"
+                 "  or set DISPLAY to a running X server (ssh -X, a desktop session).\n",
+                 g_glfw_error.empty() ? "GLFW could not initialise" : g_glfw_error.c_str());
+    return 3;
+  }
+  const bool headless = !png.empty();
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  if (headless) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+  GLFWwindow* win = glfwCreateWindow(W, H, "cplab-viz", nullptr, nullptr);
+  if (win == nullptr) {
+    std::fprintf(stderr, "cplab-viz: cannot open a %dx%d OpenGL 3.3 window (%s)\n", W, H, g_glfw_error.c_str());
+    glfwTerminate();
+    return 3;
+  }
+  glfwMakeContextCurrent(win);
+  glfwSwapInterval(headless ? 0 : 1);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  style();
+  ImGui_ImplGlfw_InitForOpenGL(win, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+  int rc = 0;
+  double last = glfwGetTime();
+  for (int f = 0; headless ? f < frames : !glfwWindowShouldClose(win); ++f) {
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(win, &fw, &fh);
+    const double now = glfwGetTime();
+    draw_frame(app, static_cast<float>(fw), static_cast<float>(fh), now - last);
+    last = now;
+    ImGui::Render();
+    glViewport(0, 0, fw, fh);
+    glClearColor(24 / 255.0f, 24 / 255.0f, 28 / 255.0f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (headless && f == frames - 1) {
+      std::vector<unsigned char> px(static_cast<size_t>(fw) * static_cast<size_t>(fh) * 4);
+      glPixelStorei(GL_PACK_ALIGNMENT, 1);
+      glReadBuffer(GL_BACK);
+      glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+      stbi_flip_vertically_on_write(1);
+      if (stbi_write_png(png.c_str(), fw, fh, 4, px.data(), fw * 4) == 0) {
+        std::fprintf(stderr, "cplab-viz: cannot write %s\n", png.c_str());
+        rc = 1;
+      } else {
+        std::printf("cplab-viz: wrote %s (%dx%d)\n", png.c_str(), fw, fh);
+      }
+    }
+    glfwSwapBuffers(win);
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(win);
+  glfwTerminate();
+  return rc;
+}
+
+double bench_frames(AppState& app, int W, int H, int n) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;
+  io.DisplaySize = {static_cast<float>(W), static_cast<float>(H)};
+  io.DeltaTime = 1.0f / 60;
+  io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;  // as imgui_impl_opengl3 sets it: draw lists over 64K vertices
+  unsigned char* px = nullptr;
+  int tw = 0, th = 0;
+  io.Fonts->GetTexDataAsRGBA32(&px, &tw, &th);  // builds the font atlas (no texture upload: no GL)
+  style();
+  io.MousePos = {W * 0.6f, H * 0.4f};  // hovering over the view, so hover text is built too
+  double total = 0;
+  for (int f = 0; f < n + 2; ++f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ImGui::NewFrame();
+    draw_frame(app, static_cast<float>(W), static_cast<float>(H), 1.0 / 60);
+    ImGui::Render();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (f >= 2) total += ms;  // the first two frames settle ImGui's layout
+  }
+  ImGui::DestroyContext();
+  return total / n;
+}
+
+}  // namespace cplab::viz

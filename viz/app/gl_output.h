@@ -1,0 +1,21 @@
+// gl_output.h: where cplab-viz's frames go: a window, a PNG (headless), or nowhere (--bench-frames).
+//
+// What it is: run_window (GLFW + OpenGL3 window; interactive until closed, or `frames` frames then
+// the last one written to a PNG with stb_image_write), and bench_frames (ImGui without any
+// backend: builds N frames on the CPU and returns the mean time per frame; needs no display).
+// No display: run_window returns an error naming the fixes (xvfb-run, DISPLAY), never crashes.
+// What it is not: what a frame contains (app.h).
+#pragma once
+
+#include <string>
+
+#include "app.h"
+
+namespace cplab::viz {
+
+// returns a process exit code; png empty = interactive
+int run_window(AppState& app, int W, int H, const std::string& png, int frames);
+// mean CPU milliseconds to build one frame (scene + ImGui draw lists), over n frames
+double bench_frames(AppState& app, int W, int H, int n);
+
+}  // namespace cplab::viz

@@ -1,0 +1,39 @@
+// panel_scheduler.cpp: the controls of the DCP scheduler view (see app.h).
+#include <imgui.h>
+
+#include <cstring>
+
+#include "app.h"
+
+namespace cplab::viz {
+
+void panel_scheduler(AppState& app) {
+  VizParams& p = app.params;
+  ImGui::TextWrapped("Dynamic CP: each sequence gets its own CP size and group of ranks. Megatron v1 (top) and cplab (bottom).");
+  bool changed = false;
+  long long N = p.ranks, M = p.max_per_rank;
+  if (ImGui::InputScalar("ranks", ImGuiDataType_S64, &N, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue)) p.ranks = N, changed = true;
+  help("Ranks in the DP x CP group (a power of two).");
+  if (ImGui::InputScalar("max tokens/rank", ImGuiDataType_S64, &M, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue))
+    p.max_per_rank = M, changed = true;
+  help("Memory limit: a sequence of L tokens needs at least L / this many ranks (rounded up to a power of two).");
+  static char len[1024] = "";
+  if (len[0] == 0) std::strncpy(len, p.lengths.c_str(), sizeof len - 1);
+  if (ImGui::InputText("lengths", len, sizeof len, ImGuiInputTextFlags_EnterReturnsTrue)) p.lengths = len, p.dist.clear(), changed = true;
+  help("The batch: sequence lengths in tokens. The default is seed 000's example.");
+  static char dist[512] = "";
+  if (ImGui::InputText("distribution", dist, sizeof dist, ImGuiInputTextFlags_EnterReturnsTrue)) p.dist = dist, changed = true;
+  help("A length distribution file (data/dcp/*.json): draws one batch with the seed below, as `cplab schedule --dist` does.");
+  int seed = static_cast<int>(p.seed);
+  if (ImGui::InputInt("seed", &seed)) p.seed = static_cast<std::uint64_t>(seed < 0 ? 0 : seed), changed = !p.dist.empty() || changed;
+  help("Seed of the batch drawn from the distribution.");
+  static const char* costs[] = {"overhead", "l2"};
+  int ci = p.cost == "l2" ? 1 : 0;
+  if (ImGui::Combo("cost", &ci, costs, 2)) p.cost = costs[ci], changed = true;
+  help("l2: Megatron's (L/1024)^2 / cp (then 'every sequence on all ranks' is always best). overhead: adds "
+       "linear work, ring latency, unhidden KV transfer and a fixed cost per CP group, which makes the choice real.");
+  if (changed) app.rebuild_sched();
+  if (!app.sched_error.empty()) ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.sched_error.c_str());
+}
+
+}  // namespace cplab::viz

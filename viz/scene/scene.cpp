@@ -1,0 +1,166 @@
+// scene.cpp: scene primitives, rank colours, pixel binning (see scene.h).
+#include "scene.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace cplab::viz {
+
+namespace {
+Rgba hsv(double h, double s, double v) {
+  const double i = std::floor(h * 6), f = h * 6 - i, p = v * (1 - s), q = v * (1 - f * s), t = v * (1 - (1 - f) * s);
+  double r = 0, g = 0, b = 0;
+  switch (static_cast<int>(i) % 6) {
+    case 0: r = v, g = t, b = p; break;
+    case 1: r = q, g = v, b = p; break;
+    case 2: r = p, g = v, b = t; break;
+    case 3: r = p, g = q, b = v; break;
+    case 4: r = t, g = p, b = v; break;
+    default: r = v, g = p, b = q; break;
+  }
+  auto u8 = [](double x) { return static_cast<std::uint8_t>(std::lround(std::clamp(x, 0.0, 1.0) * 255)); };
+  return {u8(r), u8(g), u8(b), 255};
+}
+}  // namespace
+
+Rgba rank_color(int r, int P) {
+  static const Rgba tab10[] = {{78, 121, 167, 255}, {242, 142, 43, 255}, {225, 87, 89, 255},  {118, 183, 178, 255},
+                               {89, 161, 79, 255},  {237, 201, 72, 255}, {176, 122, 161, 255}, {255, 157, 167, 255},
+                               {156, 117, 95, 255}, {186, 176, 172, 255}};
+  if (P <= 10) return tab10[((r % 10) + 10) % 10];
+  // alternate two brightness levels so that neighbouring ranks stay apart at large P
+  return hsv(0.85 * r / P, 0.65, r % 2 == 0 ? 0.95 : 0.75);
+}
+
+Rgba with_alpha(Rgba c, std::uint8_t a) { return {c.r, c.g, c.b, a}; }
+
+Rgba mix(Rgba a, Rgba b, double t) {
+  auto m = [t](std::uint8_t x, std::uint8_t y) { return static_cast<std::uint8_t>(std::lround(x + (y - x) * t)); };
+  return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), m(a.a, b.a)};
+}
+
+void Scene::rect(float x0, float y0, float x1, float y1, Rgba f, Rgba s, std::string tag, int rank) {
+  Prim p;
+  p.kind = Prim::Kind::rect;
+  p.pts = {x0, y0, x1, y1};
+  p.fill = f;
+  p.stroke = s;
+  p.tag = std::move(tag);
+  p.rank = rank;
+  prims.push_back(std::move(p));
+}
+
+void Scene::poly(std::vector<float> xy, Rgba f, std::string tag, int rank) {
+  Prim p;
+  p.kind = Prim::Kind::poly;
+  p.pts = std::move(xy);
+  p.fill = f;
+  p.tag = std::move(tag);
+  p.rank = rank;
+  prims.push_back(std::move(p));
+}
+
+void Scene::line(float x0, float y0, float x1, float y1, Rgba c, float thickness) {
+  Prim p;
+  p.kind = Prim::Kind::line;
+  p.pts = {x0, y0, x1, y1};
+  p.stroke = c;
+  p.thickness = thickness;
+  p.tag = "line";
+  prims.push_back(std::move(p));
+}
+
+void Scene::arrow(float x0, float y0, float x1, float y1, Rgba c, float thickness, int from, int to, std::string label) {
+  Prim p;
+  p.kind = Prim::Kind::arrow;
+  p.pts = {x0, y0, x1, y1};
+  p.stroke = c;
+  p.thickness = thickness;
+  p.tag = "arrow";
+  p.rank = from;
+  p.peer = to;
+  p.text = std::move(label);
+  prims.push_back(std::move(p));
+}
+
+void Scene::text(float x, float y, std::string s, Rgba c, std::string tag) {
+  Prim p;
+  p.kind = Prim::Kind::text;
+  p.pts = {x, y};
+  p.fill = c;
+  p.text = std::move(s);
+  p.tag = std::move(tag);
+  prims.push_back(std::move(p));
+}
+
+void Scene::circle(float cx, float cy, float radius, Rgba f, Rgba s, int rank) {
+  Prim p;
+  p.kind = Prim::Kind::circle;
+  p.pts = {cx, cy, radius};
+  p.fill = f;
+  p.stroke = s;
+  p.tag = "node";
+  p.rank = rank;
+  prims.push_back(std::move(p));
+}
+
+std::vector<const Prim*> Scene::find(const std::string& tag) const {
+  std::vector<const Prim*> out;
+  for (const Prim& p : prims)
+    if (p.tag == tag) out.push_back(&p);
+  return out;
+}
+
+void PixelBins::add(const Span& s, double weight) {
+  if (s.count <= 0) return;
+  const index_t last = s.begin + (s.count - 1) * s.stride;
+  int px = pixel_of(s.begin);
+  const int px_last = pixel_of(last);
+  while (true) {
+    // tokens of the span inside pixel px: positions begin + k*stride with first_token(px) <= . < first_token(px+1)
+    const index_t lo = std::max(s.begin, first_token(px));
+    const index_t hi = std::min(last + 1, first_token(px + 1));  // exclusive
+    if (hi > lo) {
+      const index_t k0 = (lo - s.begin + s.stride - 1) / s.stride, k1 = (hi - 1 - s.begin) / s.stride;
+      if (k1 >= k0) w[static_cast<size_t>(px)] += weight * static_cast<double>(k1 - k0 + 1);
+    }
+    if (px >= px_last) break;
+    ++px;
+  }
+}
+
+std::string human_count(double x) {
+  const char* unit[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (std::fabs(x) >= 1000 && u < 5) x /= 1000, ++u;
+  char b[32];
+  std::snprintf(b, sizeof b, u == 0 ? "%.0f%s" : "%.3g%s", x, unit[u]);
+  return b;
+}
+
+std::string human_bytes(double bytes) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char b[32];
+  std::snprintf(b, sizeof b, u == 0 ? "%.0f %s" : "%.3g %s", bytes, unit[u]);
+  return b;
+}
+
+std::string human_time_us(double us) {
+  char b[32];
+  if (us < 1) std::snprintf(b, sizeof b, "%.3g ns", us * 1e3);
+  else if (us < 1e3) std::snprintf(b, sizeof b, "%.3g us", us);
+  else if (us < 1e6) std::snprintf(b, sizeof b, "%.3g ms", us / 1e3);
+  else std::snprintf(b, sizeof b, "%.3g s", us / 1e6);
+  return b;
+}
+
+std::string fixed(double x, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+}  // namespace cplab::viz

@@ -1,0 +1,82 @@
+// scene.h: what a cplab-viz view draws, as plain data: rectangles, polygons, lines, arrows, text.
+//
+// What it is: Scene, a list of primitives in pixel coordinates of a canvas (origin top left), each
+// with a semantic tag ("tile", "token", "arrow", "sample", ...) and the rank / peer / sample it
+// stands for, so tests can ask "which tiles does the ring view show at step 3?" without a display;
+// rank colours; pixel binning of token spans (how 1M tokens become 1,200 pixels); number formats.
+// Views (views.h) build Scenes from the reference's own layouts, traces and schedules; the app
+// (viz/app) turns a Scene into Dear ImGui draw calls. Nothing here knows about ImGui or OpenGL.
+// What it is not: an algorithm. Nothing in viz/ decides who owns a token or what a rank computes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layout.h"
+
+namespace cplab::viz {
+
+struct Rgba {
+  std::uint8_t r = 0, g = 0, b = 0, a = 255;
+  bool operator==(const Rgba&) const = default;
+};
+inline constexpr Rgba kBlack{0, 0, 0, 255}, kWhite{255, 255, 255, 255}, kGrey{128, 128, 128, 255},
+    kLight{200, 200, 200, 255}, kDim{70, 70, 78, 255}, kText{230, 230, 235, 255}, kBackground{24, 24, 28, 255},
+    kNone{0, 0, 0, 0};
+
+// colour of rank r of P: Tableau-10 for P <= 10, else hues spread over the wheel in rank order
+Rgba rank_color(int r, int P);
+Rgba with_alpha(Rgba c, std::uint8_t a);
+Rgba mix(Rgba a, Rgba b, double t);  // (1 - t) a + t b
+
+struct Prim {
+  enum class Kind { rect, poly, line, arrow, text, circle };
+  Kind kind = Kind::rect;
+  std::vector<float> pts;  // rect: x0 y0 x1 y1; poly: x y pairs (convex); line/arrow: x0 y0 x1 y1;
+                           // text: x y (top left); circle: cx cy radius
+  Rgba fill = kNone, stroke = kNone;
+  float thickness = 1.0f;
+  std::string text;        // text prims; also a short label of other prims
+  // semantics (for tests and hover): what the primitive stands for
+  std::string tag;         // "tile", "block", "token", "arrow", "node", "bar", "sample", "item", ...
+  int rank = -1, peer = -1, id = -1;
+  std::string info;        // extra facts: tile section and mask, a sample's length, ...
+};
+
+struct Scene {
+  float width = 0, height = 0;
+  std::string title;                  // one line shown above the view
+  std::vector<std::string> notes;     // lines shown under the view (figures, legend)
+  std::string hover;                  // what is under the mouse (empty: nothing)
+  std::vector<Prim> prims;
+
+  void rect(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke = kNone, std::string tag = {}, int rank = -1);
+  void poly(std::vector<float> xy, Rgba fill, std::string tag = {}, int rank = -1);
+  void line(float x0, float y0, float x1, float y1, Rgba c, float thickness = 1.0f);
+  void arrow(float x0, float y0, float x1, float y1, Rgba c, float thickness, int from, int to, std::string label = {});
+  void text(float x, float y, std::string s, Rgba c = kText, std::string tag = "text");
+  void circle(float cx, float cy, float radius, Rgba fill, Rgba stroke, int rank);
+  // primitives with this tag (tests)
+  std::vector<const Prim*> find(const std::string& tag) const;
+};
+
+// A token axis drawn over `pixels` pixels: token g lies in pixel floor(g * pixels / seq).
+// add(span, w) adds w for each token of the span to its pixel, in O(pixels the span covers) for any
+// stride, so a 1M-token layout bins in microseconds.
+struct PixelBins {
+  index_t seq = 1;
+  int pixels = 1;
+  std::vector<double> w;  // per pixel
+  PixelBins(index_t seq_, int pixels_) : seq(seq_), pixels(pixels_), w(static_cast<size_t>(pixels_), 0.0) {}
+  int pixel_of(index_t g) const { return static_cast<int>(g * pixels / seq); }
+  index_t first_token(int px) const { return (static_cast<index_t>(px) * seq + pixels - 1) / pixels; }
+  void add(const Span& s, double weight = 1.0);
+};
+
+std::string human_count(double x);             // 1.5K, 2.3M, 4.1G, 1.2T
+std::string human_bytes(double bytes);         // 512 B, 1.5 KiB, 3.0 MiB
+std::string fixed(double x, int digits);       // printf %.*f
+std::string human_time_us(double us);          // 850 ns, 12.5 us, 3.2 ms, 4.93 s
+
+}  // namespace cplab::viz

@@ -1,0 +1,218 @@
+// view_ring.cpp: one step of a CP run (see views.h).
+//
+// Left: the S x S attention matrix (queries down, keys across) with the tiles every rank computes
+// at this step, from the trace's tile events (rows and columns as global spans), drawn where the
+// run's mask leaves pairs visible. Top right: the ranks on a circle and this step's messages
+// (p2p as arrows; collectives among more than 8 ranks through a hub). Bottom right: FLOPs per rank,
+// this step and summed up to it. For all-to-all steps, the sequence <-> head transpose: which rank
+// holds which (token, head) before and after, from the layout and the next compute step's tiles.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "hierarchical_cp.h"
+#include "views.h"
+
+namespace cplab::viz {
+
+namespace {
+
+// "heads 4..7" -> {4, 7}; {-1, -1} when the section names no heads
+std::pair<int, int> heads_of(const std::string& section) {
+  if (section.rfind("heads ", 0) != 0) return {-1, -1};
+  const size_t dots = section.find("..");
+  if (dots == std::string::npos) return {-1, -1};
+  return {std::stoi(section.substr(6, dots - 6)), std::stoi(section.substr(dots + 2))};
+}
+
+// the transpose of an all-to-all: (token bins x heads) coloured by holder, before and after
+void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*>& after_tiles, float x, float y,
+                     float w, float h) {
+  const int P = static_cast<int>(m.spec.cp);
+  const int heads = static_cast<int>(m.spec.heads);
+  const int bins = std::max(1, std::min<int>(static_cast<int>(m.part.seq()), static_cast<int>(h - 30)));
+  const float gw = (w - 30) / 2, cw = gw / static_cast<float>(heads), ch = (h - 30) / static_cast<float>(bins);
+  s.text(x, y, "before: rank of each (token, head)", kText);
+  s.text(x + gw + 30, y, "after: rank of each (token, head)", kText);
+  for (int b = 0; b < bins; ++b) {
+    const index_t g = static_cast<index_t>(b) * m.part.seq() / bins;
+    const int r = static_cast<int>(m.part.owner(g).rank);
+    s.rect(x, y + 20 + static_cast<float>(b) * ch, x + gw, y + 20 + static_cast<float>(b + 1) * ch, rank_color(r, P), kNone, "a2a_before", r);
+  }
+  // after: from the compute tiles, rows (tokens) x the head group the rank holds
+  for (const Event* e : after_tiles) {
+    auto [h0, h1] = heads_of(e->section);
+    if (h0 < 0 && m.spec.mode == "a2a+p2p") {  // ring a of hierarchical CP holds head group a
+      for (index_t a = 0; a < m.spec.icp; ++a) {
+        const auto ring = hcp_ring_members(m.spec.icp, m.spec.ocp, a);
+        if (std::find(ring.begin(), ring.end(), e->rank) != ring.end()) {
+          const int hg = static_cast<int>(m.spec.heads / m.spec.icp);
+          h0 = static_cast<int>(a) * hg, h1 = h0 + hg - 1;
+        }
+      }
+    }
+    if (h0 < 0) continue;
+    for (const Span& sp : e->rows) {
+      const float y0 = y + 20 + static_cast<float>(static_cast<double>(sp.begin) / static_cast<double>(m.part.seq()) * (h - 30));
+      const float y1 = y + 20 + static_cast<float>(static_cast<double>(sp.begin + (sp.count - 1) * sp.stride + 1) /
+                                                   static_cast<double>(m.part.seq()) * (h - 30));
+      s.rect(x + gw + 30 + static_cast<float>(h0) * cw, y0, x + gw + 30 + static_cast<float>(h1 + 1) * cw, std::max(y1, y0 + 1),
+             rank_color(e->rank, P), kNone, "a2a_after", e->rank);
+    }
+  }
+  s.text(x + gw + 2, y + 20 + (h - 30) / 2, "->", kWhite);
+  s.rect(x, y + 20, x + gw, y + h - 10, kNone, kDim, "frame");
+  s.rect(x + gw + 30, y + 20, x + 2 * gw + 30, y + h - 10, kNone, kDim, "frame");
+}
+
+}  // namespace
+
+Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
+  Scene s;
+  s.width = W, s.height = H;
+  if (m.steps.empty()) {
+    s.title = "ring: the trace has no events";
+    return s;
+  }
+  const int P = m.trace.cp();
+  const size_t si = static_cast<size_t>(std::clamp<int>(v.step, 0, static_cast<int>(m.steps.size()) - 1));
+  const auto [phase, step] = m.steps[si];
+  std::vector<const Event*> tiles, sends;
+  for (const Event& e : m.trace.events())
+    if (e.phase == phase && e.step == step) (e.kind == EventKind::tile ? tiles : sends).push_back(&e);
+  sends.erase(std::remove_if(sends.begin(), sends.end(), [](const Event* e) { return e->kind != EventKind::send; }), sends.end());
+  s.title = m.trace.meta().count("mode") ? m.trace.meta().at("mode") : std::string("trace");
+  s.title += " " + to_string(phase) + " step " + std::to_string(step) + "  (" + std::to_string(si + 1) + " of " +
+             std::to_string(m.steps.size()) + ")";
+
+  // left: the attention matrix
+  const index_t S = m.from_file ? 0 : m.part.seq();
+  const float side = std::max(40.0f, std::min(H - 30, W * 0.52f));
+  MatrixFrame f{10, 20, side, std::max<index_t>(1, S)};
+  const bool a2a_step = std::any_of(sends.begin(), sends.end(), [](const Event* e) { return e->op == "all_to_all"; });
+  if (S > 0 && !a2a_step) {
+    s.rect(f.x, f.y, f.x + side, f.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
+    s.text(f.x, 2, "keys (global position) ->   queries down", kLight);
+    const bool causal = m.spec.causal;
+    const Packing* pk = m.spec.packed() ? &m.packing : nullptr;
+    const bool overlap = tiles.size() > 1 && tiles[0]->rows == tiles[1]->rows && tiles[0]->cols == tiles[1]->cols;
+    for (const Event* e : tiles) {
+      const std::string info = e->section + ", mask " + e->mask + ", " + human_count(static_cast<double>(e->flops)) + " FLOP";
+      Rgba c = rank_color(e->rank, P);
+      if (overlap) c = with_alpha(c, static_cast<std::uint8_t>(std::max(30, 255 / static_cast<int>(tiles.size()))));
+      if (e->mask == "skipped") {
+        // where the tile would be: an outline, nothing computed
+        for (const Span& r : e->rows)
+          for (const Span& k : e->cols)
+            s.rect(f.x + f.px(k.begin), f.y + f.px(r.begin), f.x + f.px(k.begin + (k.count - 1) * k.stride + 1),
+                   f.y + f.px(r.begin + (r.count - 1) * r.stride + 1), kNone, with_alpha(c, 160), "skipped", e->rank);
+        continue;
+      }
+      for (const Span& r : e->rows)
+        for (const Span& k : e->cols) draw_block(s, f, r, k, causal, pk, c, "tile", e->rank, info);
+    }
+    // hover: which rank computes (query, key) at this step
+    const index_t q = f.token_at(v.my - f.y), k = f.token_at(v.mx - f.x);
+    if (q >= 0 && k >= 0) {
+      s.hover = "query " + std::to_string(q) + ", key " + std::to_string(k) + ": ";
+      std::string who;
+      auto in = [](const std::vector<Span>& sp, index_t t) {
+        for (const Span& x : sp)
+          if (t >= x.begin && t < x.begin + x.count * x.stride && (t - x.begin) % x.stride == 0) return true;
+        return false;
+      };
+      for (const Event* e : tiles)
+        if (in(e->rows, q) && in(e->cols, k))
+          who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + e->section + ", " + e->mask + ")";
+      s.hover += who.empty() ? "no tile at this step" : who;
+    }
+  }
+  if (a2a_step && !m.from_file) {
+    // the all-to-all's transpose; "after" = the tiles of the neighbouring compute step
+    std::vector<const Event*> after;
+    for (const auto& st : m.steps) {
+      if (st.first != phase) continue;
+      for (const Event& e : m.trace.events())
+        if (e.phase == st.first && e.step == st.second && e.kind == EventKind::tile) after.push_back(&e);
+      if (!after.empty()) break;
+    }
+    transpose_panel(s, m, after, f.x, f.y, side, side);
+  }
+
+  // top right: ranks on a circle and the step's messages
+  const float rx = f.x + side + 20, rw = W - rx - 10;
+  const float R = std::max(20.0f, std::min(rw, H * 0.5f) * 0.38f), cx = rx + rw / 2, cy = 20 + R + 14;
+  const float node = std::clamp(R * 3.0f / static_cast<float>(P), 3.0f, 14.0f);
+  auto pos = [&](int r) {
+    const double a = 2 * M_PI * r / P - M_PI / 2;
+    return std::pair<float, float>{cx + R * static_cast<float>(std::cos(a)), cy + R * static_cast<float>(std::sin(a))};
+  };
+  std::map<std::string, std::int64_t> bytes_by_tensor;
+  bool hub = false;
+  for (const Event* e : sends) {
+    bytes_by_tensor[e->op + " '" + e->tensor + "'"] += e->bytes;
+    const bool collective = e->op != "p2p";
+    if (collective && P > 8) {
+      hub = true;
+      continue;
+    }
+    auto [x0, y0] = pos(e->rank);
+    auto [x1, y1] = pos(e->peer);
+    if (P > 16) {  // neighbours sit close: draw the arrow just outside the circle, node centre to node centre
+      const float k = (R + 2 * node + 4) / R;
+      x0 = cx + (x0 - cx) * k, y0 = cy + (y0 - cy) * k, x1 = cx + (x1 - cx) * k, y1 = cy + (y1 - cy) * k;
+      s.arrow(x0, y0, x1, y1, with_alpha(rank_color(e->rank, P), 230), 1.5f, e->rank, e->peer, e->tensor);
+      continue;
+    }
+    const float dx = x1 - x0, dy = y1 - y0, len = std::max(1.0f, std::sqrt(dx * dx + dy * dy));
+    s.arrow(x0 + dx / len * node, y0 + dy / len * node, x1 - dx / len * node, y1 - dy / len * node,
+            with_alpha(rank_color(e->rank, P), 220), collective ? 1.0f : 2.0f, e->rank, e->peer, e->tensor);
+  }
+  if (hub) {
+    s.circle(cx, cy, node * 1.5f, kDim, kLight, -1);
+    for (int r = 0; r < P; ++r) {
+      auto [x0, y0] = pos(r);
+      s.line(x0, y0, cx, cy, with_alpha(rank_color(r, P), 150), 1.0f);
+    }
+    s.text(cx - 30, cy + node * 1.5f + 2, "collective", kLight);
+  }
+  for (int r = 0; r < P; ++r) {
+    auto [x, y] = pos(r);
+    s.circle(x, y, node, rank_color(r, P), kBackground, r);
+    if (P <= 16) s.text(x - 4, y - 7, std::to_string(r), kBlack);
+  }
+  if (sends.empty()) s.text(rx, 20 + 2 * R + 34, "no messages at this step", kLight);
+  float ny = 20 + 2 * R + 34;
+  for (const auto& [what, b] : bytes_by_tensor) {
+    s.text(rx, ny, what + ": " + human_bytes(static_cast<double>(b)) + " in all", kLight);
+    ny += 16;
+  }
+
+  // bottom right: FLOPs per rank, this step and summed over the phase up to it
+  std::vector<double> now(static_cast<size_t>(P), 0), sum(static_cast<size_t>(P), 0);
+  for (size_t i = 0; i < m.trace.events().size(); ++i) {
+    const Event& e = m.trace.events()[i];
+    if (e.kind != EventKind::tile || e.phase != phase || static_cast<size_t>(m.step_of[i]) > si) continue;
+    sum[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
+    if (e.step == step) now[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
+  }
+  const double top = std::max(1.0, *std::max_element(sum.begin(), sum.end()));
+  const float by = std::max(ny + 10, H * 0.62f), bh = H - by - 28, bw = rw / static_cast<float>(P);
+  s.text(rx, by - 2, "FLOPs per rank: this step (solid), " + to_string(phase) + " so far (outline)", kText);
+  for (int r = 0; r < P; ++r) {
+    const float x = rx + static_cast<float>(r) * bw;
+    const float hs = static_cast<float>(sum[static_cast<size_t>(r)] / top) * (bh - 18);
+    const float hn = static_cast<float>(now[static_cast<size_t>(r)] / top) * (bh - 18);
+    s.rect(x + 1, by + bh - hs, x + std::max(2.0f, bw - 1), by + bh, kNone, rank_color(r, P), "bar_sum", r);
+    s.prims.back().info = human_count(sum[static_cast<size_t>(r)]);
+    s.rect(x + 1, by + bh - hn, x + std::max(2.0f, bw - 1), by + bh, rank_color(r, P), kNone, "bar_step", r);
+    s.prims.back().info = human_count(now[static_cast<size_t>(r)]);
+  }
+  const auto [mn, mx] = std::minmax_element(sum.begin(), sum.end());
+  s.notes.push_back(to_string(phase) + " FLOPs so far per rank: max " + human_count(*mx) + ", min " + human_count(*mn) +
+                    (*mn > 0 ? ", max/min " + fixed(*mx / *mn, 3) : std::string(", a rank has none")));
+  s.notes.push_back("tiles: colour = rank computing it; the filled part = the (query, key) pairs the mask leaves; outline = skipped tile");
+  return s;
+}
+
+}  // namespace cplab::viz
