@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "hierarchical_cp.h"
 #include "views.h"
@@ -95,11 +97,18 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     s.text(f.x, 2, "keys (global position) ->   queries down", kLight);
     const bool causal = m.spec.causal;
     const Packing* pk = m.spec.packed() ? &m.packing : nullptr;
-    const bool overlap = tiles.size() > 1 && tiles[0]->rows == tiles[1]->rows && tiles[0]->cols == tiles[1]->cols;
+    // ranks computing the same (query, key) block for different heads (Ulysses, the inner groups of
+    // a2a+p2p): drawn translucent so every rank's colour shows
+    std::set<std::tuple<index_t, index_t, index_t, index_t>> seen;
+    bool overlap = false;
+    for (const Event* e : tiles)
+      if (!e->rows.empty() && !e->cols.empty())
+        overlap |= !seen.insert({e->rows[0].begin, e->rows[0].count, e->cols[0].begin, e->cols[0].count}).second;
+    if (overlap) s.notes.push_back("several ranks compute the same tokens for different heads here: their tiles are drawn translucent");
     for (const Event* e : tiles) {
       const std::string info = e->section + ", mask " + e->mask + ", " + human_count(static_cast<double>(e->flops)) + " FLOP";
       Rgba c = rank_color(e->rank, P);
-      if (overlap) c = with_alpha(c, static_cast<std::uint8_t>(std::max(30, 255 / static_cast<int>(tiles.size()))));
+      if (overlap) c = with_alpha(c, 110);
       if (e->mask == "skipped") {
         // where the tile would be: an outline, nothing computed
         for (const Span& r : e->rows)
