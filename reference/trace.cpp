@@ -38,6 +38,20 @@ std::vector<Span> spans_from(const json& a) {
 
 }  // namespace
 
+Event message_event(EventKind kind, Phase phase, int step, int rank, int peer, const std::string& tensor,
+                    const std::string& op, std::int64_t bytes) {
+  Event e;
+  e.kind = kind;
+  e.phase = phase;
+  e.step = step;
+  e.rank = rank;
+  e.peer = peer;
+  e.op = op;
+  e.tensor = tensor;
+  e.bytes = bytes;
+  return e;
+}
+
 std::vector<std::int64_t> Trace::bytes_sent_per_rank(const Phase* phase) const {
   std::vector<std::int64_t> v(static_cast<size_t>(cp_), 0);
   for (const Event& e : events_)

@@ -47,6 +47,10 @@ struct Event {
   double dur_us = 0;        // measured CPU time of the tile
 };
 
+// the record of one message (send or recv), as SimComm and the planner (trace_plan.h) write it
+Event message_event(EventKind kind, Phase phase, int step, int rank, int peer, const std::string& tensor,
+                    const std::string& op, std::int64_t bytes);
+
 class Trace {
  public:
   explicit Trace(int cp = 1) : cp_(cp) {}

@@ -56,16 +56,7 @@ class Recorder {
 
  private:
   void message(EventKind kind, int rank, int peer, const std::string& tensor, std::int64_t bytes, const std::string& op) {
-    Event e;
-    e.kind = kind;
-    e.phase = phase_;
-    e.step = step_;
-    e.rank = rank;
-    e.peer = peer;
-    e.op = op;
-    e.tensor = tensor;
-    e.bytes = bytes;
-    t_.add(std::move(e));
+    t_.add(message_event(kind, phase_, step_, rank, peer, tensor, op, bytes));
   }
   Trace& t_;
   Phase phase_ = Phase::fwd;

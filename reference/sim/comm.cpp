@@ -24,16 +24,7 @@ void SimComm::check_rank(int r, const char* what) const {
 void SimComm::record(EventKind kind, int rank, int peer, const std::string& tensor, const std::string& op,
                      std::int64_t bytes) {
   if (!trace_) return;
-  Event e;
-  e.kind = kind;
-  e.phase = phase_;
-  e.step = step_;
-  e.rank = rank;
-  e.peer = peer;
-  e.op = op;
-  e.tensor = tensor;
-  e.bytes = bytes;
-  trace_->add(std::move(e));
+  trace_->add(message_event(kind, phase_, step_, rank, peer, tensor, op, bytes));
 }
 
 void SimComm::post(int src, int dst, const std::string& tensor, const std::string& op,
