@@ -16,7 +16,6 @@
 
 #include "commands.h"
 #include "error.h"
-#include "flops.h"
 #include "experiment.h"
 #include "npy.h"
 #include "thd.h"
@@ -151,15 +150,6 @@ void prepare_outputs(const RunOptions& o) {
     std::ofstream f(path);
     require(static_cast<bool>(f), path + ": cannot open for writing");
   }
-}
-
-// the same attention on one device: every packed sequence's real tokens against themselves
-std::int64_t dense_flops(const RunSpec& s) {
-  const Packing pk = s.packing();
-  const Mask mask = s.causal ? Mask::causal() : Mask::none();
-  std::int64_t pairs = 0;
-  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += visible_pairs(mask, pk.length(sq), pk.length(sq));
-  return fwd_flops(pairs, s.heads, s.head_dim, s.dv()) + (s.backward ? bwd_flops(pairs, s.heads, s.head_dim, s.dv()) : 0);
 }
 
 // --plan-only: the trace the run would record (trace_plan.h) and the table summed from it

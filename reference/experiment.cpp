@@ -76,11 +76,10 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
 struct Oracle {
   Tensor3<double> o, dq, dk, dv;
   Rows<double> lse;
-  std::int64_t pairs = 0;
 };
 Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
                     const Tensor3<double>& v, const Tensor3<double>& dout) {
-  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity()), 0};
+  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity())};
   if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
   const Mask mask = s.causal ? Mask::causal() : Mask::none();
   auto rows = [](const Tensor3<double>& x, index_t b, index_t n) {
@@ -95,7 +94,6 @@ Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& 
     const AttnOut<double> f = dense_forward(qs, ks, vs, mask, s.softmax_scale());
     put(r.o, b, f.o);
     r.lse.block(0, b, q.h, L) = f.lse;
-    r.pairs += visible_pairs(mask, L, L);
     if (s.backward) {
       const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.softmax_scale());
       put(r.dq, b, g.dq);
@@ -290,10 +288,17 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
         for (index_t e = 0; e < x->h * x->d; ++e) rep.padding_max_abs = std::max(rep.padding_max_abs, std::abs(x->token(g)[e]));
   }
 
-  rep.dense_flops = fwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) +
-                    (s.backward ? bwd_flops(ref.pairs, s.heads, s.head_dim, s.dv()) : 0);
+  rep.dense_flops = dense_flops(s);
   summarize_trace(rep);
   return rep;
+}
+
+std::int64_t dense_flops(const RunSpec& s) {
+  const Packing pk = s.packing();
+  const Mask mask = s.causal ? Mask::causal() : Mask::none();
+  std::int64_t pairs = 0;
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += visible_pairs(mask, pk.length(sq), pk.length(sq));
+  return fwd_flops(pairs, s.heads, s.head_dim, s.dv()) + (s.backward ? bwd_flops(pairs, s.heads, s.head_dim, s.dv()) : 0);
 }
 
 void summarize_trace(RunReport& rep) {

@@ -90,6 +90,9 @@ struct RunReport {
 };
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
+// FLOPs of the same attention on one device (dense oracle): every packed sequence's real tokens
+// against themselves, forward (+ backward); what the ranks' FLOPs must sum to
+std::int64_t dense_flops(const RunSpec& s);
 // fill r's per-rank FLOPs, bytes, messages and work ratio from r.trace (run_experiment does; so does
 // `cplab run --plan-only` for a planned trace, trace_plan.h)
 void summarize_trace(RunReport& r);

@@ -16,17 +16,23 @@ Partition hcp_outer_partition(const Partition& data, index_t ocp) { return Parti
 A2aPlan hcp_inner_plan(const Partition& data, index_t icp, index_t ocp, index_t p) {
   const Partition outer = hcp_outer_partition(data, ocp);
   A2aPlan plan;
+  plan.members = hcp_inner_members(icp, p);
   for (index_t a = 0; a < icp; ++a) {
-    plan.members.push_back(static_cast<int>(p * icp + a));
-    plan.from.push_back(data.indices(p * icp + a));
+    plan.from.push_back(data.indices(hcp_rank(icp, p, a)));
     plan.to.push_back(outer.indices(p));  // every member of the group: the group's tokens, outer order
   }
   return plan;
 }
 
+std::vector<int> hcp_inner_members(index_t icp, index_t p) {
+  std::vector<int> m;
+  for (index_t a = 0; a < icp; ++a) m.push_back(static_cast<int>(hcp_rank(icp, p, a)));
+  return m;
+}
+
 std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a) {
   std::vector<int> m;
-  for (index_t p = 0; p < ocp; ++p) m.push_back(static_cast<int>(p * icp + a));
+  for (index_t p = 0; p < ocp; ++p) m.push_back(static_cast<int>(hcp_rank(icp, p, a)));
   return m;
 }
 
@@ -47,9 +53,9 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
     PerRank<T>& dst = name[0] == 'q' ? f.q : (name[0] == 'k' ? f.k : f.v);
     for (index_t p = 0; p < ocp; ++p) {
       PerRank<T> group;
-      for (index_t a = 0; a < icp; ++a) group.push_back(src[at(p * icp + a)]);
+      for (index_t a = 0; a < icp; ++a) group.push_back(src[at(hcp_rank(icp, p, a))]);
       PerRank<T> got = a2a_before(hcp_inner_plan(cfg.part, icp, ocp, p), group, name, comm);
-      for (index_t a = 0; a < icp; ++a) dst[at(p * icp + a)] = std::move(got[at(a)]);
+      for (index_t a = 0; a < icp; ++a) dst[at(hcp_rank(icp, p, a))] = std::move(got[at(a)]);
     }
   }
   const RingConfig<T> rc{hcp_outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
@@ -65,7 +71,7 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
     PerRank<T> group;
     for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].o[at(p)]);
     PerRank<T> back = a2a_after(hcp_inner_plan(cfg.part, icp, ocp, p), group, "o", comm);
-    for (index_t a = 0; a < icp; ++a) f.out.o[at(p * icp + a)] = std::move(back[at(a)]);
+    for (index_t a = 0; a < icp; ++a) f.out.o[at(hcp_rank(icp, p, a))] = std::move(back[at(a)]);
   }
   // LSE stays head-sharded in the rings; for the report it is read in place (not a message)
   f.out.lse.resize(at(P));
@@ -73,7 +79,7 @@ HcpForward<T> hcp_forward(const CpConfig<T>& cfg, index_t icp, index_t ocp, cons
     std::vector<Rows<T>> group;
     for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].lse[at(p)]);
     std::vector<Rows<T>> back = lse_in_place(hcp_inner_plan(cfg.part, icp, ocp, p), group);
-    for (index_t a = 0; a < icp; ++a) f.out.lse[at(p * icp + a)] = std::move(back[at(a)]);
+    for (index_t a = 0; a < icp; ++a) f.out.lse[at(hcp_rank(icp, p, a))] = std::move(back[at(a)]);
   }
   if (comm.pending() != 0) throw std::logic_error("hierarchical forward left undelivered messages");
   return f;
@@ -87,9 +93,9 @@ CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const 
   comm.set_step(Phase::bwd, 0);
   for (index_t p = 0; p < ocp; ++p) {
     PerRank<T> group;
-    for (index_t a = 0; a < icp; ++a) group.push_back(dout[at(p * icp + a)]);
+    for (index_t a = 0; a < icp; ++a) group.push_back(dout[at(hcp_rank(icp, p, a))]);
     PerRank<T> got = a2a_before(hcp_inner_plan(cfg.part, icp, ocp, p), group, "do", comm);
-    for (index_t a = 0; a < icp; ++a) dO[at(p * icp + a)] = std::move(got[at(a)]);
+    for (index_t a = 0; a < icp; ++a) dO[at(hcp_rank(icp, p, a))] = std::move(got[at(a)]);
   }
   const RingConfig<T> rc{hcp_outer_partition(cfg.part, ocp), cfg.causal, cfg.scale, cfg.merge, nullptr};
   std::vector<RingGrads<T>> rg;
@@ -108,9 +114,9 @@ CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const 
     for (index_t a = 0; a < icp; ++a) gq.push_back(rg[at(a)].dq[at(p)]), gk.push_back(rg[at(a)].dk[at(p)]), gv.push_back(rg[at(a)].dv[at(p)]);
     PerRank<T> bq = a2a_after(plan, gq, "dq", comm), bk = a2a_after(plan, gk, "dk", comm), bv = a2a_after(plan, gv, "dv", comm);
     for (index_t a = 0; a < icp; ++a) {
-      grads.dq[at(p * icp + a)] = std::move(bq[at(a)]);
-      grads.dk[at(p * icp + a)] = std::move(bk[at(a)]);
-      grads.dv[at(p * icp + a)] = std::move(bv[at(a)]);
+      grads.dq[at(hcp_rank(icp, p, a))] = std::move(bq[at(a)]);
+      grads.dk[at(hcp_rank(icp, p, a))] = std::move(bk[at(a)]);
+      grads.dv[at(hcp_rank(icp, p, a))] = std::move(bv[at(a)]);
     }
   }
   if (comm.pending() != 0) throw std::logic_error("hierarchical backward left undelivered messages");

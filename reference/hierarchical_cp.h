@@ -37,6 +37,10 @@ CpGrads<T> hcp_backward(const CpConfig<T>& cfg, index_t icp, index_t ocp, const 
 // same sequence over ocp ranks); read by the execution and by trace_plan.h
 A2aPlan hcp_inner_plan(const Partition& data, index_t icp, index_t ocp, index_t p);
 std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a);
+// the global rank of inner position a in group p (the one definition of the grid: g = p*icp + a),
+// and the members of inner all-to-all group p
+inline index_t hcp_rank(index_t icp, index_t p, index_t a) { return p * icp + a; }
+std::vector<int> hcp_inner_members(index_t icp, index_t p);
 Partition hcp_outer_partition(const Partition& data, index_t ocp);
 
 }  // namespace cplab

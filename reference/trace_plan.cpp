@@ -211,11 +211,7 @@ void plan_hcp(Recorder& rec, const RunSpec& s, const CpConfig<double>& cfg, cons
   const Partition outer = hcp_outer_partition(cfg.part, O);
   RingTiles tiles(outer, s.causal, nullptr);
   const Heads ring{hd.h / I, hd.hk / I, hd.d, hd.dv, e};
-  auto group = [&](index_t p) {
-    std::vector<int> m;
-    for (index_t a = 0; a < I; ++a) m.push_back(static_cast<int>(p * I + a));
-    return m;
-  };
+  auto group = [&](index_t p) { return hcp_inner_members(I, p); };
   auto inner = [&](const std::string& name, index_t heads, index_t dim) {
     for (index_t p = 0; p < O; ++p) a2a(rec, name, group(p), n, heads, dim, e);
   };

@@ -283,6 +283,29 @@ expect_error(["schedule", "--lengths", "100,-5"], "sample 1 has length -5")
 expect_error(["schedule", "--dist", path("missing.json")], "cannot open the distribution file")
 expect_error(["schedule"], "give --lengths")
 
+# ---- 5b. --plan-only: the same per-rank figures as the computed run, and it says nothing was computed
+for extra in (["--mode", "p2p", "--layout", "zigzag"], ["--mode", "a2a", "--layout", "striped"],
+              ["--mode", "allgather", "--cu-seqlens", "0,12,36,42", "--pad"]):
+    base = ["run", "--cp", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "8", "--causal", "--backward", "--json"]
+    if "--cu-seqlens" not in extra:
+        base += ["--seq", "64"]
+    if "a2a" in extra:
+        base[base.index("--kv-heads") + 1] = "4"
+    real, planned = run(*base, *extra), run(*base, *extra, "--plan-only")
+    if real.returncode != 0 or planned.returncode != 0:
+        failures.append(f"--plan-only {extra}: exit {real.returncode} / {planned.returncode}: {real.stderr}{planned.stderr}")
+        continue
+    a, b = json.loads(real.stdout), json.loads(planned.stdout)
+    for key in ("flops_fwd_per_rank", "flops_bwd_per_rank", "bytes_sent_per_rank", "bytes_recv_per_rank", "dense_flops"):
+        if a[key] != b[key]:
+            failures.append(f"--plan-only {extra}: {key} {b[key]} != the computed run's {a[key]}")
+    if b.get("planned") is not True:
+        failures.append(f"--plan-only {extra}: the JSON does not say planned: true")
+p = run("run", "--cp", "2", "--seq", "64", "--plan-only")
+if p.returncode != 0 or "PLANNED ONLY" not in p.stdout:
+    failures.append(f"--plan-only: exit {p.returncode}, no 'PLANNED ONLY' line\n{p.stdout}{p.stderr}")
+expect_error(["run", "--cp", "2", "--seq", "64", "--plan-only", "--out-dir", path("x")], "--out-dir cannot go with --plan-only")
+
 # ---- 6. help and demo ---------------------------------------------------------------------------
 for args, needle in [(["--help"], "layout"), (["run", "--help"], "--hcp"), (["demo", "--help"], "--cp"),
                      (["layout", "--help"], "--cu-seqlens")]:

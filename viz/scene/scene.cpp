@@ -40,69 +40,50 @@ Rgba mix(Rgba a, Rgba b, double t) {
   return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b), m(a.a, b.a)};
 }
 
-void Scene::rect(float x0, float y0, float x1, float y1, Rgba f, Rgba s, std::string tag, int rank) {
+Prim& Scene::add(Prim::Kind kind, std::vector<float> pts, std::string tag, int rank) {
   Prim p;
-  p.kind = Prim::Kind::rect;
-  p.pts = {x0, y0, x1, y1};
-  p.fill = f;
-  p.stroke = s;
+  p.kind = kind;
+  p.pts = std::move(pts);
   p.tag = std::move(tag);
   p.rank = rank;
   prims.push_back(std::move(p));
+  return prims.back();
+}
+
+void Scene::rect(float x0, float y0, float x1, float y1, Rgba f, Rgba s, std::string tag, int rank) {
+  Prim& p = add(Prim::Kind::rect, {x0, y0, x1, y1}, std::move(tag), rank);
+  p.fill = f;
+  p.stroke = s;
 }
 
 void Scene::poly(std::vector<float> xy, Rgba f, std::string tag, int rank) {
-  Prim p;
-  p.kind = Prim::Kind::poly;
-  p.pts = std::move(xy);
-  p.fill = f;
-  p.tag = std::move(tag);
-  p.rank = rank;
-  prims.push_back(std::move(p));
+  add(Prim::Kind::poly, std::move(xy), std::move(tag), rank).fill = f;
 }
 
 void Scene::line(float x0, float y0, float x1, float y1, Rgba c, float thickness) {
-  Prim p;
-  p.kind = Prim::Kind::line;
-  p.pts = {x0, y0, x1, y1};
+  Prim& p = add(Prim::Kind::line, {x0, y0, x1, y1}, "line", -1);
   p.stroke = c;
   p.thickness = thickness;
-  p.tag = "line";
-  prims.push_back(std::move(p));
 }
 
 void Scene::arrow(float x0, float y0, float x1, float y1, Rgba c, float thickness, int from, int to, std::string label) {
-  Prim p;
-  p.kind = Prim::Kind::arrow;
-  p.pts = {x0, y0, x1, y1};
+  Prim& p = add(Prim::Kind::arrow, {x0, y0, x1, y1}, "arrow", from);
   p.stroke = c;
   p.thickness = thickness;
-  p.tag = "arrow";
-  p.rank = from;
   p.peer = to;
   p.text = std::move(label);
-  prims.push_back(std::move(p));
 }
 
 void Scene::text(float x, float y, std::string s, Rgba c, std::string tag) {
-  Prim p;
-  p.kind = Prim::Kind::text;
-  p.pts = {x, y};
+  Prim& p = add(Prim::Kind::text, {x, y}, std::move(tag), -1);
   p.fill = c;
   p.text = std::move(s);
-  p.tag = std::move(tag);
-  prims.push_back(std::move(p));
 }
 
 void Scene::circle(float cx, float cy, float radius, Rgba f, Rgba s, int rank) {
-  Prim p;
-  p.kind = Prim::Kind::circle;
-  p.pts = {cx, cy, radius};
+  Prim& p = add(Prim::Kind::circle, {cx, cy, radius}, "node", rank);
   p.fill = f;
   p.stroke = s;
-  p.tag = "node";
-  p.rank = rank;
-  prims.push_back(std::move(p));
 }
 
 std::vector<const Prim*> Scene::find(const std::string& tag) const {

@@ -59,6 +59,8 @@ struct Scene {
   void circle(float cx, float cy, float radius, Rgba fill, Rgba stroke, int rank);
   // primitives with this tag (tests)
   std::vector<const Prim*> find(const std::string& tag) const;
+  // a new primitive (the builders above fill in its colours)
+  Prim& add(Prim::Kind kind, std::vector<float> pts, std::string tag, int rank);
 };
 
 // A token axis drawn over `pixels` pixels: token g lies in pixel floor(g * pixels / seq).
