@@ -131,7 +131,7 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   // here it is checked against the true optimum of many small batches
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<std::int64_t> len(1, 32);
-  int improved = 0, complete_runs = 0;
+  int improved = 0, complete_runs = 0, raised = 0;
   for (int b = 0; b < 60; ++b) {
     std::vector<std::int64_t> L(b < 40 ? 5 : 4);
     for (auto& x : L) x = len(rng) * 512;
@@ -142,8 +142,13 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
       complete_runs += complete ? 1 : 0;
       const double opt = e.rounds.empty() ? h.makespan : e.makespan;  // empty: v1 was already optimal
       const DcpBound lb = lower_bounds(L, 8, 4096, cost);
+      // the rank-pattern LP, allowed to try T up to twice the optimum: it must stop below it
+      const DcpBound lp = lower_bounds(L, 8, 4096, cost, 2 * opt);
       CAPTURE(b);
       if (complete) CHECK(lb.moldable <= opt + 1e-9);
+      if (complete) CHECK(lp.moldable <= opt + 1e-9);
+      CHECK(lp.moldable >= lb.moldable);
+      raised += lp.moldable > lb.moldable * (1 + 1e-9) ? 1 : 0;
       CHECK(lb.area <= lb.moldable + 1e-12);
       if (!e.rounds.empty()) {
         CHECK(e.aligned);
@@ -155,6 +160,7 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   }
   CHECK(complete_runs == 120);
   CHECK(improved > 0);  // the search does find better schedules than v1 on some of these
+  CHECK(raised > 0);    // the LP test is exercised: it proves more than the other tests somewhere
 }
 
 TEST_CASE("dcp: a rank may serve several groups in a round, one after another, never two at once") {
