@@ -163,6 +163,42 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   CHECK(raised > 0);    // the LP test is exercised: it proves more than the other tests somewhere
 }
 
+#include "dcp_tree.h"
+
+TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinement never lengthens") {
+  std::mt19937_64 rng(11);
+  const LengthDist d{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+  const CostModel cost = parse_cost("overhead", "");
+  int shorter = 0;
+  for (std::int64_t N : {8, 64})
+    for (int b = 0; b < 10; ++b) {
+      const auto L = sample_batch(d, 48, rng);
+      const ListProblem p{L, N, 8192, cost};
+      std::vector<int> order(L.size());
+      for (size_t i = 0; i < L.size(); ++i) order[i] = static_cast<int>(i);
+      std::vector<std::int64_t> size;
+      for (std::int64_t x : L) size.push_back(cp_min(x, 8192));
+      const std::vector<Placed> list = list_fixed(p, order, size);
+      // top-down: makespan = the largest per-rank sum of times, whatever the list's idle gaps
+      const std::vector<Placed> td = top_down(p, list);
+      std::vector<double> load(static_cast<size_t>(N), 0.0);
+      for (const Placed& x : list)
+        for (std::int64_t r = x.start; r < x.start + x.size; ++r) load[static_cast<size_t>(r)] += x.end - x.begin;
+      CHECK(makespan_of(td) == doctest::Approx(*std::max_element(load.begin(), load.end())).epsilon(1e-12));
+      CHECK(makespan_of(td) <= makespan_of(list) + 1e-9);
+      const std::vector<Placed> r = refine_blocks(p, list, 200);
+      CHECK(makespan_of(r) <= makespan_of(td) + 1e-9);
+      shorter += makespan_of(r) < makespan_of(td) - 1e-9 ? 1 : 0;
+      const DcpSchedule s = to_schedule(p, r);
+      CHECK(s.aligned);
+      CHECK_NOTHROW(check(s, L, 8192));
+      CHECK(s.makespan == doctest::Approx(makespan_of(r)).epsilon(1e-12));
+      // the LP bound, allowed to try T up to twice a schedule's makespan, stays below it
+      CHECK(lower_bounds(L, N, 8192, cost, 2 * s.makespan).moldable <= s.makespan + 1e-9);
+    }
+  CHECK(shorter > 0);
+}
+
 TEST_CASE("dcp: a rank may serve several groups in a round, one after another, never two at once") {
   const std::vector<std::int64_t> L = {16384, 1024, 1024, 1024, 1024};
   const CostModel cost = parse_cost("overhead", "");
