@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "dcp_config_lp.h"
+
 namespace cplab {
 
 namespace {
@@ -89,7 +91,8 @@ double area_bound(const std::vector<Options>& jobs, std::int64_t N, double lo, d
 
 }  // namespace
 
-DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost) {
+DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost,
+                      double known) {
   DcpBound b;
   const double n = static_cast<double>(N);
   // rigid
@@ -129,6 +132,18 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
     const double mid = 0.5 * (l + h);
     if (too_short(jobs, N, mid)) l = mid;
     else h = mid;
+  }
+  // the rank-pattern LP (dcp_config_lp.h) raises it by steps of 0.2% while it can prove them,
+  // below the known makespan (no bound can pass it)
+  const double room = known - whole;
+  if (room > l * 1.002) {
+    std::vector<std::vector<std::pair<std::int64_t, double>>> pj;
+    for (const Options& o : jobs) {
+      pj.emplace_back();
+      for (const Option& p : o) pj.back().push_back({p.c, p.t});
+    }
+    const int steps = static_cast<int>(std::floor(std::log(room / l) / std::log(1.002)));
+    l = std::max(l, config_lp_raise(pj, N, l, 0.002, std::min(steps, 50)));
   }
   b.area = whole + a;
   b.moldable = whole + l;

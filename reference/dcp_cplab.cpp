@@ -10,6 +10,7 @@
 #include "dcp_exact.h"
 #include "dcp_list.h"
 #include "dcp_megatron.h"
+#include "dcp_tree.h"
 
 namespace cplab {
 
@@ -134,6 +135,12 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   }
   if (!at_bound()) improve(p, best);
   if (!at_bound()) climb(p, best, 300);
+  if (!at_bound()) {
+    // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
+    const int steps = static_cast<int>(std::min<size_t>(300, 19200 / std::max<size_t>(1, lengths.size())));
+    std::vector<Placed> r = refine_blocks(p, best.placed, steps);
+    if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
+  }
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1
   const DcpSchedule v1 = schedule_megatron_v1(lengths, N, M, cost);

@@ -1,15 +1,16 @@
 // dcp_cplab.h: cplab's dynamic-CP scheduler: aligned by construction, moldable, near the bound.
 //
 // What it is: for a batch of lengths on N ranks (power of two) with M tokens per rank:
-//   1. targets: a ladder of makespans T from the moldable lower bound (dcp_bounds.h) up by 1.5%
-//      steps to 1.8x, and T = infinity;
+//   1. targets: a ladder of makespans T from the moldable lower bound (dcp_bounds.h, without its
+//      LP test, which needs a known makespan) up by 1.5% steps to 1.8x, and T = infinity;
 //   2. allotment per T: every sample takes the power-of-two size c >= cp_min with the least work
 //      c * t(L, c) among those with t(L, c) <= T (dual approximation, notes 5.2/5.4);
 //   3. list scheduling (dcp_list.h) of three orders (size then time, time, work; all descending)
 //      with the fixed sizes, and with the target rule (size chosen at placement, ending by T);
 //      plus "every sample on all N ranks";
 //   4. local improvement of the best: the sample that ends last moves earlier in the order while
-//      that shortens the schedule;
+//      that shortens the schedule; 300 steps of hill climbing; then ruin and recreate in the block
+//      view (dcp_tree.h, about 19200 / samples steps, at most 300), timed top-down;
 //   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
 //      than v1 on the same batch and cost model), and for batches of at most 6 samples on at
 //      most 8 ranks the exhaustive search (dcp_exact.h) below the best makespan found.

@@ -131,7 +131,7 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   // here it is checked against the true optimum of many small batches
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<std::int64_t> len(1, 32);
-  int improved = 0, complete_runs = 0;
+  int improved = 0, complete_runs = 0, raised = 0;
   for (int b = 0; b < 60; ++b) {
     std::vector<std::int64_t> L(b < 40 ? 5 : 4);
     for (auto& x : L) x = len(rng) * 512;
@@ -142,8 +142,13 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
       complete_runs += complete ? 1 : 0;
       const double opt = e.rounds.empty() ? h.makespan : e.makespan;  // empty: v1 was already optimal
       const DcpBound lb = lower_bounds(L, 8, 4096, cost);
+      // the rank-pattern LP, allowed to try T up to twice the optimum: it must stop below it
+      const DcpBound lp = lower_bounds(L, 8, 4096, cost, 2 * opt);
       CAPTURE(b);
       if (complete) CHECK(lb.moldable <= opt + 1e-9);
+      if (complete) CHECK(lp.moldable <= opt + 1e-9);
+      CHECK(lp.moldable >= lb.moldable);
+      raised += lp.moldable > lb.moldable * (1 + 1e-9) ? 1 : 0;
       CHECK(lb.area <= lb.moldable + 1e-12);
       if (!e.rounds.empty()) {
         CHECK(e.aligned);
@@ -155,6 +160,43 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   }
   CHECK(complete_runs == 120);
   CHECK(improved > 0);  // the search does find better schedules than v1 on some of these
+  CHECK(raised > 0);    // the LP test is exercised: it proves more than the other tests somewhere
+}
+
+#include "dcp_tree.h"
+
+TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinement never lengthens") {
+  std::mt19937_64 rng(11);
+  const LengthDist d{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+  const CostModel cost = parse_cost("overhead", "");
+  int shorter = 0;
+  for (std::int64_t N : {8, 64})
+    for (int b = 0; b < 10; ++b) {
+      const auto L = sample_batch(d, 48, rng);
+      const ListProblem p{L, N, 8192, cost};
+      std::vector<int> order(L.size());
+      for (size_t i = 0; i < L.size(); ++i) order[i] = static_cast<int>(i);
+      std::vector<std::int64_t> size;
+      for (std::int64_t x : L) size.push_back(cp_min(x, 8192));
+      const std::vector<Placed> list = list_fixed(p, order, size);
+      // top-down: makespan = the largest per-rank sum of times, whatever the list's idle gaps
+      const std::vector<Placed> td = top_down(p, list);
+      std::vector<double> load(static_cast<size_t>(N), 0.0);
+      for (const Placed& x : list)
+        for (std::int64_t r = x.start; r < x.start + x.size; ++r) load[static_cast<size_t>(r)] += x.end - x.begin;
+      CHECK(makespan_of(td) == doctest::Approx(*std::max_element(load.begin(), load.end())).epsilon(1e-12));
+      CHECK(makespan_of(td) <= makespan_of(list) + 1e-9);
+      const std::vector<Placed> r = refine_blocks(p, list, 200);
+      CHECK(makespan_of(r) <= makespan_of(td) + 1e-9);
+      shorter += makespan_of(r) < makespan_of(td) - 1e-9 ? 1 : 0;
+      const DcpSchedule s = to_schedule(p, r);
+      CHECK(s.aligned);
+      CHECK_NOTHROW(check(s, L, 8192));
+      CHECK(s.makespan == doctest::Approx(makespan_of(r)).epsilon(1e-12));
+      // the LP bound, allowed to try T up to twice a schedule's makespan, stays below it
+      CHECK(lower_bounds(L, N, 8192, cost, 2 * s.makespan).moldable <= s.makespan + 1e-9);
+    }
+  CHECK(shorter > 0);
 }
 
 TEST_CASE("dcp: a rank may serve several groups in a round, one after another, never two at once") {
