@@ -36,13 +36,22 @@
 
 namespace cplab {
 
+// The moldable bound is found by bisection: the T returned is proven too short, and a T larger by
+// this relative amount is not (by these tests). A schedule within it of the bound counts as at it.
+constexpr double kBoundPrecision = 1e-9;
+
 struct DcpBound {
   double rigid = 0, area = 0, moldable = 0;
+  double whole = 0;  // the part of area and moldable from samples whose cp_min is already N
 };
+DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost);
 // known: the makespan of some schedule of the batch, or 0. When it is given, the moldable bound is
 // raised further by the rank-pattern LP (dcp_config_lp.h), trying T up to `known` in steps of
 // 0.2% (slower: tens of milliseconds for 64 samples on 64 ranks).
 DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost,
-                      double known = 0);
+                      double known);
+// the same from bounds already computed without a known makespan (b = lower_bounds(lengths, N, M, cost))
+DcpBound sharpen_bound(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost,
+                       DcpBound b, double known);
 
 }  // namespace cplab

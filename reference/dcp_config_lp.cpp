@@ -15,7 +15,7 @@ constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 1000;  // patterns added at most, over all T
 constexpr int kPerStep = 150;   // patterns added at most for one T
 
-using Jobs = std::vector<std::vector<std::pair<std::int64_t, double>>>;
+using Jobs = std::vector<std::vector<SizeOption>>;
 
 // the restricted dual LP: max sum x subject to rows a . x <= 1, x >= 0, as a dense tableau in
 // canonical form (columns: the n variables, then one slack per row; rhs: the rows' values). Rows

@@ -26,15 +26,16 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <vector>
+
+#include "dcp_cost.h"
 
 namespace cplab {
 
 // jobs[i] = the (size c, time t) pairs sample i may use. Tries T = T0 (1 + step)^k, k = 1..steps,
 // in turn (patterns found for one T are patterns for the larger ones) and returns the largest T
 // proven too short before the first that is not (0 if none).
-double config_lp_raise(const std::vector<std::vector<std::pair<std::int64_t, double>>>& jobs, std::int64_t N, double T0,
+double config_lp_raise(const std::vector<std::vector<SizeOption>>& jobs, std::int64_t N, double T0,
                        double step, int steps);
 
 }  // namespace cplab

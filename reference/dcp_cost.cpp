@@ -64,4 +64,12 @@ CostModel parse_cost(const std::string& kind, const std::string& params) {
   return m;
 }
 
+std::vector<std::vector<SizeOption>> size_options(const std::vector<std::int64_t>& lengths, std::int64_t N,
+                                                  std::int64_t M, const CostModel& cost) {
+  std::vector<std::vector<SizeOption>> out(lengths.size());
+  for (size_t i = 0; i < lengths.size(); ++i)
+    for (std::int64_t c = cp_min(lengths[i], M); c <= N; c *= 2) out[i].push_back({c, cost.time(lengths[i], c)});
+  return out;
+}
+
 }  // namespace cplab

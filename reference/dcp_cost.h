@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cplab {
 
@@ -35,5 +36,15 @@ struct CostModel {
 };
 
 CostModel parse_cost(const std::string& kind, const std::string& params);  // throws cplab::Error
+
+// one size a sample may use and its time there
+struct SizeOption {
+  std::int64_t c;
+  double t;
+};
+// [sample][k] the sizes sample i may use, c = cp_min(L_i, M) * 2^k <= N (ascending), with t(L_i, c):
+// the table every DCP scheduler and bound reads instead of calling CostModel::time again
+std::vector<std::vector<SizeOption>> size_options(const std::vector<std::int64_t>& lengths, std::int64_t N,
+                                                  std::int64_t M, const CostModel& cost);
 
 }  // namespace cplab

@@ -115,16 +115,19 @@ void climb(const ListProblem& p, Plan& best, int iterations) {
 }  // namespace
 
 DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
-                           const CostModel& cost) {
+                           const CostModel& cost, DcpBound* bound) {
   check_batch(lengths, N, M);
   const ListProblem p{lengths, N, M, cost};
-  const double lb = lower_bounds(lengths, N, M, cost).moldable;
+  const DcpBound bounds = lower_bounds(lengths, N, M, cost);
+  if (bound) *bound = bounds;
+  const double lb = bounds.moldable;
   Plan best;
-  const auto at_bound = [&] { return best.length <= lb * (1 + 1e-12) + 1e-12; };  // then it is optimal
+  const auto at_bound = [&] { return best.length <= lb * (1 + kBoundPrecision) + 1e-12; };  // then it is optimal
   best.offer(p, orders(p, std::vector<std::int64_t>(lengths.size(), N))[1], std::vector<std::int64_t>(lengths.size(), N), 0);
   std::vector<std::int64_t> prev;
   for (int k = 0; k <= 41 && !at_bound(); ++k) {
     const double T = k == 41 ? std::numeric_limits<double>::infinity() : lb * std::pow(1.015, k);
+    if (k < 41 && T > best.length * (1 + 1e-12)) k = 40;  // targets above the best makespan found: only infinity
     const std::vector<std::int64_t> size = allot(p, T);
     const std::vector<std::vector<int>> os = orders(p, size);
     for (const std::vector<int>& o : os) {
@@ -134,10 +137,12 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     prev = size;
   }
   if (!at_bound()) improve(p, best);
-  if (!at_bound()) climb(p, best, 300);
+  // search steps: 300 up to 64 samples, then falling as 1 / samples^2 (a step costs ~samples)
+  const size_t n2 = std::max<size_t>(1, lengths.size() * lengths.size());
+  const int steps = static_cast<int>(std::clamp<size_t>(300 * 64 * 64 / n2, 8, 300));
+  if (!at_bound()) climb(p, best, steps);
   if (!at_bound()) {
     // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
-    const int steps = static_cast<int>(std::min<size_t>(300, 19200 / std::max<size_t>(1, lengths.size())));
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
     if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
   }
@@ -146,7 +151,7 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   const DcpSchedule v1 = schedule_megatron_v1(lengths, N, M, cost);
   if (v1.aligned && v1.makespan < s.makespan - 1e-12) s = v1;
   // small batches: exhaustive search below the best makespan found
-  if (lengths.size() <= 6 && N <= 8 && s.makespan > lb * (1 + 1e-12) + 1e-12) {
+  if (lengths.size() <= 6 && N <= 8 && s.makespan > lb * (1 + kBoundPrecision) + 1e-12) {
     bool complete = false;
     DcpSchedule e = schedule_exact(lengths, N, M, cost, s.makespan, 2000000, complete);
     if (!e.rounds.empty() && e.makespan < s.makespan - 1e-12) s = std::move(e);

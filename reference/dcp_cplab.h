@@ -25,7 +25,8 @@
 
 namespace cplab {
 
+// bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
 DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
-                           const CostModel& cost);
+                           const CostModel& cost, DcpBound* bound = nullptr);
 
 }  // namespace cplab

@@ -11,6 +11,8 @@
 //                T, the earliest-ending one (dual approximation, notes dcp-scheduler.md 5.4).
 // to_schedule turns placements into one round of dcp_schedule.h: a group per block and run of
 // back-to-back samples, with its begin time. Every placement is aligned by construction.
+// Blocks are nodes of the buddy tree (dcp_schedule.h's aligned groups): per node the latest and the
+// total free time of its ranks, so a block's start and idle time are read in O(1).
 // What it is not: the search over orders and targets (dcp_cplab.h).
 #pragma once
 
@@ -22,9 +24,13 @@
 namespace cplab {
 
 struct ListProblem {
+  ListProblem(const std::vector<std::int64_t>& lengths, std::int64_t ranks, std::int64_t max_per_rank, const CostModel& c)
+      : L(lengths), N(ranks), M(max_per_rank), cost(c), opt(size_options(lengths, ranks, max_per_rank, c)) {}
   const std::vector<std::int64_t>& L;  // [samples] lengths
   std::int64_t N, M;
   const CostModel& cost;
+  std::vector<std::vector<SizeOption>> opt;  // [samples][sizes] (c, t(L, c)), dcp_cost.h
+  double time(int sample, std::int64_t c) const;  // t(L_sample, c) from opt
 };
 
 struct Placed {

@@ -17,7 +17,7 @@ std::vector<Placed> top_down(const ListProblem& p, std::vector<Placed> placed) {
     const auto s = static_cast<size_t>(x.start), e = static_cast<size_t>(x.start + x.size);
     const double ready = *std::max_element(free_at.begin() + static_cast<std::ptrdiff_t>(s), free_at.begin() + static_cast<std::ptrdiff_t>(e));
     x.begin = ready;
-    x.end = ready + p.cost.time(p.L[static_cast<size_t>(x.sample)], x.size);
+    x.end = ready + p.time(x.sample, x.size);
     std::fill(free_at.begin() + static_cast<std::ptrdiff_t>(s), free_at.begin() + static_cast<std::ptrdiff_t>(e), x.end);
   }
   return placed;
@@ -25,21 +25,38 @@ std::vector<Placed> top_down(const ListProblem& p, std::vector<Placed> placed) {
 
 namespace {
 
-struct Option {
-  std::int64_t c;
-  double t;
+// The buddy tree over the ranks (node 1 = all N, children 2k and 2k + 1, node N + r = rank r; the
+// block of size c at s is node N / c + s / c). A rank's path load is the sum of `own` over the
+// nodes above it; per node, `sub` is the largest such sum below it counting itself and `anc` the sum
+// of `own` over its strict ancestors, so the largest path load among a block's ranks is anc + sub.
+struct LoadTree {
+  size_t N;
+  std::vector<double> own, sub, anc;  // [2N]
+  explicit LoadTree(std::int64_t n) : N(static_cast<size_t>(n)), own(2 * N, 0.0), sub(2 * N, 0.0), anc(2 * N, 0.0) {}
+  static size_t node(std::int64_t N, std::int64_t s, std::int64_t c) { return static_cast<size_t>(N / c + s / c); }
+  void add(size_t k, double t) {
+    own[k] += t;
+    for (size_t lo = 2 * k, hi = 2 * k + 2; lo < 2 * N; lo *= 2, hi *= 2)
+      for (size_t q = lo; q < hi; ++q) anc[q] += t;
+    for (size_t q = k; q >= 1; q /= 2) sub[q] = own[q] + (q < N ? std::max(sub[2 * q], sub[2 * q + 1]) : 0.0);
+  }
+  double top(size_t k) const { return anc[k] + sub[k]; }
+  double makespan() const { return sub[1]; }
+  std::int64_t hottest_rank() const {
+    size_t k = 1;
+    while (k < N) k = sub[2 * k] >= sub[2 * k + 1] ? 2 * k : 2 * k + 1;
+    return static_cast<std::int64_t>(k - N);
+  }
 };
 
 struct State {
-  std::vector<std::vector<Option>> opts;  // [sample] every size it may use
-  std::vector<size_t> opt;                // [sample] index into opts
-  std::vector<std::int64_t> start;        // [sample] block start
-  std::vector<double> load;               // [N] path load per rank
-  void add(size_t i, double sign) {
-    const Option& o = opts[i][opt[i]];
-    for (std::int64_t r = start[i]; r < start[i] + o.c; ++r) load[static_cast<size_t>(r)] += sign * o.t;
-  }
-  double makespan() const { return *std::max_element(load.begin(), load.end()); }
+  const std::vector<std::vector<SizeOption>>* opts;  // [sample] every size it may use
+  std::vector<size_t> opt;                           // [sample] index into opts
+  std::vector<std::int64_t> start;                   // [sample] block start
+  LoadTree tree;
+  const SizeOption& size(size_t i) const { return (*opts)[i][opt[i]]; }
+  void add(size_t i, double sign) { tree.add(LoadTree::node(static_cast<std::int64_t>(tree.N), start[i], size(i).c), sign * size(i).t); }
+  double makespan() const { return tree.makespan(); }
 };
 
 // put sample i back: least work whose path loads stay <= T (fullest block on ties), else earliest end
@@ -48,16 +65,20 @@ void reinsert(State& s, size_t i, double T, std::int64_t N) {
   double bwork = 0, bend = std::numeric_limits<double>::infinity();
   size_t bo = 0;
   std::int64_t bs = 0;
-  for (size_t k = 0; k < s.opts[i].size(); ++k) {
-    const Option& o = s.opts[i][k];
-    for (std::int64_t st = 0; st < N; st += o.c) {
-      double top = 0;
-      for (std::int64_t r = st; r < st + o.c; ++r) top = std::max(top, s.load[static_cast<size_t>(r)]);
-      const double end = top + o.t, work = static_cast<double>(o.c) * o.t;
+  const std::vector<SizeOption>& opts = (*s.opts)[i];
+  double tprev = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < opts.size(); ++k) {
+    const SizeOption& o = opts[k];
+    if (o.t >= tprev) continue;  // more ranks, no shorter time: never better (dcp_list.cpp)
+    tprev = o.t;
+    const size_t k0 = static_cast<size_t>(N / o.c);
+    const double work = static_cast<double>(o.c) * o.t;
+    for (size_t q = k0; q < 2 * k0; ++q) {
+      const double end = s.tree.top(q) + o.t;
       const bool ok = end <= T;
       const bool better = ok ? (!fits || work < bwork - 1e-12 || (work <= bwork + 1e-12 && end > bend + 1e-12))
                              : (!fits && end < bend - 1e-12);
-      if (better) fits = ok, bwork = work, bend = end, bo = k, bs = st;
+      if (better) fits = ok, bwork = work, bend = end, bo = k, bs = static_cast<std::int64_t>(q - k0) * o.c;
     }
   }
   s.opt[i] = bo;
@@ -69,17 +90,11 @@ void reinsert(State& s, size_t i, double T, std::int64_t N) {
 
 std::vector<Placed> refine_blocks(const ListProblem& p, const std::vector<Placed>& start, int iterations) {
   const size_t n = p.L.size();
-  State s;
-  s.opts.resize(n);
-  s.opt.assign(n, 0);
-  s.start.assign(n, 0);
-  s.load.assign(static_cast<size_t>(p.N), 0.0);
-  for (size_t i = 0; i < n; ++i)
-    for (std::int64_t c = cp_min(p.L[i], p.M); c <= p.N; c *= 2) s.opts[i].push_back({c, p.cost.time(p.L[i], c)});
+  State s{&p.opt, std::vector<size_t>(n, 0), std::vector<std::int64_t>(n, 0), LoadTree(p.N)};
   for (const Placed& x : start) {
     const auto i = static_cast<size_t>(x.sample);
-    for (size_t k = 0; k < s.opts[i].size(); ++k)
-      if (s.opts[i][k].c == x.size) s.opt[i] = k;
+    for (size_t k = 0; k < p.opt[i].size(); ++k)
+      if (p.opt[i][k].c == x.size) s.opt[i] = k;
     s.start[i] = x.start;
     s.add(i, +1);
   }
@@ -95,22 +110,22 @@ std::vector<Placed> refine_blocks(const ListProblem& p, const std::vector<Placed
     const double T = best_len * (1 - 0.002);
     out.clear();
     std::fill(gone.begin(), gone.end(), 0);
-    const auto hot = static_cast<std::int64_t>(std::max_element(s.load.begin(), s.load.end()) - s.load.begin());
+    const std::int64_t hot = s.tree.hottest_rank();
     on_hot.clear();
     for (size_t i = 0; i < n; ++i)
-      if (s.start[i] <= hot && hot < s.start[i] + s.opts[i][s.opt[i]].c) on_hot.push_back(i);
+      if (s.start[i] <= hot && hot < s.start[i] + s.size(i).c) on_hot.push_back(i);
     const int k = 1 + static_cast<int>(rng() % 4);
     for (int q = 0; q < k; ++q) {
       const size_t i = q == 0 && !on_hot.empty() ? on_hot[rng() % on_hot.size()] : rng() % n;
       if (!gone[i]) gone[i] = 1, out.push_back(i);
     }
     for (size_t i = 0; i < n; ++i)
-      if (!gone[i] && s.opts[i][s.opt[i]].c == 1 && s.opts[i][s.opt[i]].t < 0.25 * T) gone[i] = 1, out.push_back(i);
+      if (!gone[i] && s.size(i).c == 1 && s.size(i).t < 0.25 * T) gone[i] = 1, out.push_back(i);
     order.clear();
     for (size_t i : out) {
       s.add(i, -1);
-      double bw = std::numeric_limits<double>::infinity(), bt = s.opts[i].back().t;  // least-work time that fits T
-      for (const Option& o : s.opts[i])
+      double bw = std::numeric_limits<double>::infinity(), bt = p.opt[i].back().t;  // least-work time that fits T
+      for (const SizeOption& o : p.opt[i])
         if (o.t <= T && static_cast<double>(o.c) * o.t < bw) bw = static_cast<double>(o.c) * o.t, bt = o.t;
       order.push_back({-bt * (1 + jitter(rng)), i});
     }
@@ -126,7 +141,7 @@ std::vector<Placed> refine_blocks(const ListProblem& p, const std::vector<Placed
     }
   }
   std::vector<Placed> placed;
-  for (size_t i = 0; i < n; ++i) placed.push_back(Placed{static_cast<int>(i), best.start[i], best.opts[i][best.opt[i]].c, 0, 0});
+  for (size_t i = 0; i < n; ++i) placed.push_back(Placed{static_cast<int>(i), best.start[i], best.size(i).c, 0, 0});
   return top_down(p, std::move(placed));
 }
 

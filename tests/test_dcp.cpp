@@ -66,7 +66,7 @@ TEST_CASE("dcp: cplab's scheduler is valid, aligned, and reaches the bound on th
     CHECK_NOTHROW(check(s, kSeed, 4096));
     const DcpBound b = lower_bounds(kSeed, 8, 4096, cost);
     CHECK(s.makespan >= b.moldable - 1e-9);
-    if (cost.kind == CostModel::Kind::l2) CHECK(s.makespan == doctest::Approx(b.moldable).epsilon(1e-12));
+    if (cost.kind == CostModel::Kind::l2) CHECK(s.makespan == doctest::Approx(b.moldable).epsilon(kBoundPrecision));
   }
 }
 

@@ -121,8 +121,9 @@ SchedModel SchedModel::build(const VizParams& p) {
   }
   check_batch(m.lengths, m.ranks, m.max_per_rank);
   m.megatron = schedule_megatron_v1(m.lengths, m.ranks, m.max_per_rank, m.cost);
-  m.cplab = schedule_cplab(m.lengths, m.ranks, m.max_per_rank, m.cost);
-  m.bound = lower_bounds(m.lengths, m.ranks, m.max_per_rank, m.cost);
+  DcpBound base;
+  m.cplab = schedule_cplab(m.lengths, m.ranks, m.max_per_rank, m.cost, &base);
+  m.bound = sharpen_bound(m.lengths, m.ranks, m.max_per_rank, m.cost, base, m.cplab.makespan);  // as `cplab schedule`
   return m;
 }
 
