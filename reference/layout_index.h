@@ -15,11 +15,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define CPLAB_HD __host__ __device__
-#else
-#define CPLAB_HD
-#endif
+#include "hd.h"
 
 namespace cplab {
 

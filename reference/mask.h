@@ -13,6 +13,7 @@
 // In every kind a row's visible keys are ONE contiguous run, which is what lets the kernel skip
 // whole blocks. Plus visible_pairs(), the number of (query, key) pairs a mask leaves, from which
 // every FLOP count in cplab is derived (flops.h).
+// The rule itself (which keys row a sees) is mask_rule.h's MaskRule, shared with the CUDA kernels.
 // What it is not: arbitrary boolean masks (sliding windows with holes, ...), or a matrix.
 #pragma once
 
@@ -22,14 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "mask_rule.h"
+
 namespace cplab {
 
-struct KeyRange {
-  std::int64_t lo = 0, hi = 0;  // visible keys [lo, hi); empty when lo >= hi
-};
-
 struct Mask {
-  enum class Kind { none, causal, ranges };
+  using Kind = MaskKind;
   Kind kind = Kind::none;
   std::int64_t offset = 0;  // causal only: key b visible to query a iff b <= a + offset
   // ranges only: query a sees keys [lo[a], hi[a]) (packed sequences: same sequence, real, causal)
@@ -42,18 +41,10 @@ struct Mask {
                 std::make_shared<const std::vector<std::int64_t>>(std::move(hi_))};
   }
 
+  // the plain-data rule (mask_rule.h) over this mask's host arrays
+  MaskRule rule() const { return MaskRule{kind, offset, lo ? lo->data() : nullptr, hi ? hi->data() : nullptr}; }
   // the visible keys of query row a in a tile with sk keys: always one contiguous run
-  KeyRange keys(std::int64_t a, std::int64_t sk) const {
-    switch (kind) {
-      case Kind::none: return {0, sk};
-      case Kind::causal: return {0, std::clamp<std::int64_t>(a + offset + 1, 0, sk)};
-      case Kind::ranges: {
-        const auto i = static_cast<size_t>(a);
-        return {std::clamp<std::int64_t>((*lo)[i], 0, sk), std::clamp<std::int64_t>((*hi)[i], 0, sk)};
-      }
-    }
-    return {0, 0};
-  }
+  KeyRange keys(std::int64_t a, std::int64_t sk) const { return rule().keys(a, sk); }
   std::int64_t visible_keys(std::int64_t a, std::int64_t sk) const {
     const KeyRange r = keys(a, sk);
     return std::max<std::int64_t>(0, r.hi - r.lo);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "attention_kernel.h"
+#include "softmax_rules.h"
 
 namespace cplab {
 
@@ -27,22 +28,7 @@ enum class MergeKind { streaming, fold };
 MergeKind parse_merge(const std::string& s);  // "streaming" | "fold", else throws cplab::Error
 std::string to_string(MergeKind m);
 
-// log(exp(a) + exp(b)), -inf safe
-template <class T>
-T lse_merge(T a, T b) {
-  constexpr T ninf = -std::numeric_limits<T>::infinity();
-  if (a == ninf) return b;
-  if (b == ninf) return a;
-  const T mx = std::max(a, b), mn = std::min(a, b);
-  return mx + std::log1p(std::exp(mn - mx));
-}
-
-// exp(l_part - l_total), with an empty partial (l_part = -inf) weighted exactly 0
-template <class T>
-T merge_weight(T l_part, T l_total) {
-  constexpr T ninf = -std::numeric_limits<T>::infinity();
-  return l_part == ninf ? T(0) : std::exp(l_part - l_total);
-}
+// lse_merge(a, b) and merge_weight(l_part, l_total): softmax_rules.h (shared with cuda/)
 
 // Streaming update of rows [row0, row0 + part.n) of the accumulator with one partial.
 template <class T>
