@@ -1,0 +1,97 @@
+// attention.h: cplab's CUDA attention for one tile: forward (O, LSE), backward (dQ, dK, dV), and
+// the (O, LSE) merge, with the CPU reference's shapes, masks and conventions.
+//
+// What it is: the host API of the kernels in attention_v1.cu (tier 0: one thread per row, fp32
+// everywhere, any head dim up to 256, every dtype; the readable baseline) and attention_v2.cu
+// (tier 1: FlashAttention-2 style, mma.sync m16n8k16 tensor cores, bf16/fp16 inputs, fp32
+// accumulation, head dim 64 or 128, sm_80+). Both implement exactly the reference's
+// attention_kernel.h:
+//   forward   O = softmax(scale Q K^T + mask) V, LSE = natural-log logsumexp of the scaled logits
+//             (fp32; -inf and O = 0 for a fully masked row)
+//   backward  from dO and the FINAL (merged) LSE and Delta = rowsum(dO * O):
+//             P = exp(scale Q K^T - LSE), dV += P^T dO, dS = P (dO V^T - Delta),
+//             dQ += scale dS K, dK += scale dS^T Q       (ACCUMULATES, fp32)
+// GQA by head mapping (query head i reads KV head i / (h / hk)); masks are mask_rule.h's MaskRule
+// (none, causal with an offset: the CP sections, ranges: THD per-sequence causal), applied per
+// element and used to skip key blocks no row of a query block can see, never materialised.
+// The per-row arithmetic is softmax_rules.h, shared with the reference and tested on the CPU.
+// Tensors are token-major like the reference: q (sq, h, d), k (sk, hk, d), v (sk, hk, dv),
+// o (sq, h, dv), lse and delta (h, sq); all pointers are device memory, contiguous, and work is
+// queued on `stream` (asynchronous; errors of the launch itself throw std::runtime_error naming
+// the call, CPLAB_CUDA_CHECK). Bad shapes or an unsupported kernel / dtype / head dim throw
+// cplab::Error naming the rule, before any CUDA call.
+// What it is not: a CP algorithm (the ring and the other modes come with the communicator issue),
+// or FP8. Tolerances against the reference are in cuda/README.md.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "device_buffer.h"
+#include "dtype.h"  // reference/: DType
+#include "mask.h"
+#include "mask_rule.h"
+
+namespace cplab::cuda {
+
+using cplab::DType;
+
+enum class Kernel : int { v1 = 1, v2 = 2 };  // v1: scalar baseline; v2: mma.sync (FA2-style)
+
+struct AttnDims {
+  std::int64_t sq = 0, sk = 0;  // query rows, key rows
+  std::int64_t h = 0, hk = 0;   // query heads, KV heads (h % hk == 0)
+  std::int64_t d = 0, dv = 0;   // head dims of Q/K and of V
+};
+
+// Throws cplab::Error if `kernel` cannot run these dims / this dtype (names the rule), e.g.
+// "kernel v2 needs head dim 64 or 128 (got d = 96)".
+void check_supported(Kernel kernel, DType dtype, const AttnDims& dims);
+
+// A mask on the device: the MaskRule of a host Mask, with its ranges arrays (if any) copied to
+// device memory it owns. sq must be the number of query rows the mask describes.
+class DeviceMask {
+ public:
+  DeviceMask(const Mask& mask, std::int64_t sq);
+  const MaskRule& rule() const { return rule_; }
+
+ private:
+  DeviceBuffer<std::int64_t> lo_, hi_;
+  MaskRule rule_;
+};
+
+// o (sq, h, dv) of `dtype`, lse (h, sq) fp32
+void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k,
+                       const void* v, const MaskRule& mask, float scale, void* o, float* lse,
+                       cudaStream_t stream);
+
+// delta (h, n) fp32 = sum_e dO(t, i, e) O(t, i, e); o and dout (n, h, dv) of `dtype`
+void softmax_delta(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, const void* o,
+                   const void* dout, float* delta, cudaStream_t stream);
+
+// ACCUMULATES into fp32 dq (sq, h, d), dk (sk, hk, d), dv (sk, hk, dv); lse and delta (h, sq)
+void attention_backward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k,
+                        const void* v, const void* dout, const float* lse, const float* delta,
+                        const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
+                        cudaStream_t stream);
+
+// The (O, LSE) merge of merge.h on the GPU. The accumulator is fp32: o_acc (n, h, dv), lse_acc
+// (h, n) (start: O = 0, LSE = -inf). A partial covers rows [row0, row0 + m): o_part (m, h, dv) of
+// `dtype`, lse_part (h, m) fp32.
+// streaming: after every step, (O, L) <- (w_acc O + w_part O_part, lse_merge(L, L_part))
+void merge_streaming(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, float* o_acc,
+                     float* lse_acc, std::int64_t row0, std::int64_t m, const void* o_part,
+                     const float* lse_part, cudaStream_t stream);
+// TE's fold, phase A: lse_acc <- lse_merge(lse_acc, lse_part) on rows [row0, row0 + m)
+void merge_lse(std::int64_t n, std::int64_t h, float* lse_acc, std::int64_t row0, std::int64_t m,
+               const float* lse_part, cudaStream_t stream);
+// TE's fold, phase B (after every partial's LSE is merged): o_acc += exp(L_part - L) O_part
+void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, float* o_acc,
+                     const float* lse_final, std::int64_t row0, std::int64_t m, const void* o_part,
+                     const float* lse_part, cudaStream_t stream);
+
+// y (count) of `dtype` = x (count) fp32, rounded to nearest even (e.g. the merged O to bf16)
+void cast_from_f32(DType dtype, const float* x, void* y, std::int64_t count, cudaStream_t stream);
+
+}  // namespace cplab::cuda

@@ -1,0 +1,73 @@
+// attention_impl.cuh: what the attention kernels of cuda/ share, inside cuda/ only.
+//
+// What it is: element conversions (to_float / from_float for float, __half, __nv_bfloat16), the
+// DType -> element type dispatch, the plain-data dims a kernel receives, and the launchers each
+// kernel file defines (attention_v1.cu, attention_v2_fwd.cu, attention_v2_bwd.cu) for the host
+// API in attention.cu.
+// What it is not: public API (attention.h is), or the softmax / mask rules (softmax_rules.h,
+// mask_rule.h in reference/, shared with the CPU).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "attention.h"
+#include "check.h"
+#include "mask_rule.h"
+#include "softmax_rules.h"
+
+namespace cplab::cuda::detail {
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// calls f(T{}) with T the element type of `dtype`
+template <class F>
+void dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: f(float{}); return;
+    case DType::f16: f(__half{}); return;
+    case DType::bf16: f(__nv_bfloat16{}); return;
+  }
+}
+
+// a kernel launch's own error (bad configuration, too much shared memory), named after the kernel
+inline void check_launch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw std::runtime_error(std::string("CUDA error: launching ") + what + ": " + cudaGetErrorString(err));
+}
+
+// ---- launchers (dims already checked by check_supported) ----
+template <class T>
+void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
+                float* lse, cudaStream_t s);
+template <class T>
+void v1_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
+                 const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
+                 cudaStream_t s);
+template <class T>
+void v2_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
+                float* lse, cudaStream_t s);
+template <class T>
+void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
+                 const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
+                 cudaStream_t s);
+
+inline unsigned blocks_for(std::int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
+
+}  // namespace cplab::cuda::detail

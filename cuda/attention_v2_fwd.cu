@@ -1,0 +1,208 @@
+// attention_v2_fwd.cu: tier 1 forward attention, FlashAttention-2 style, with mma.sync tensor cores.
+//
+// What it is: one block per (64 query rows, head), 4 warps of 16 rows each. Q is staged once and
+// kept in registers as A fragments; K/V tiles of 64 keys are double-buffered in shared memory with
+// cp.async (the next tile loads while this one is computed); S = Q K^T and O += P V use
+// mma.sync.m16n8k16 (bf16/fp16 in, fp32 accumulate); P never leaves registers (the S accumulator
+// is repacked as the A operand, mma_layout.h). Each thread keeps softmax_rules.h's OnlineRow for
+// its two rows (g and g + 8 of its warp) with a partial l over its own columns; row maxima and l
+// are combined across the 4 lanes of a row with shuffles. Masks: key tiles no row of the block can
+// see are never loaded; tiles every row sees in full skip the per-element test; the others test
+// each element with MaskRule::keys (mask_rule.h). Shared-memory rows are padded by 16 bytes so the
+// ldmatrix rows fall in different banks.
+// What it is not: Hopper-native (wgmma/TMA/warp specialisation is the next tier), or tuned on a
+// GPU yet (block sizes are FA2's defaults for these head dims).
+#include <climits>
+
+#include "attention_impl.cuh"
+#include "mma.cuh"
+#include "mma_layout.h"
+
+namespace cplab::cuda::detail {
+
+namespace {
+
+constexpr int kBr = 64, kBc = 64, kWarps = 4, kThreads = 32 * kWarps;
+
+struct Dims {
+  std::int64_t sq, sk, h, hk;
+};
+
+template <int D>
+struct Smem {
+  static constexpr int kLd = D + 8;  // padded row (elements)
+  static constexpr int kTile = kBc * kLd;
+  static constexpr size_t bytes(size_t elem) { return elem * static_cast<size_t>(kTile) * 5 + 4 * sizeof(int); }
+};
+
+// rows [r0, r0 + 64) of head `head` of x (rows, heads, D) -> smem (64, D + 8); rows >= n are zeros
+template <int D, class T>
+__device__ void load_tile(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads, std::int64_t head) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int c = threadIdx.x; c < kBc * kChunks; c += kThreads) {
+    const int r = c / kChunks, e = (c % kChunks) * 8;
+    const bool ok = r0 + r < n;
+    const T* src = ok ? x + ((r0 + r) * heads + head) * D + e : x;
+    cp_async_16(smem + r * Smem<D>::kLd + e, src, ok);
+  }
+}
+
+template <int D, class T>
+__global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                       const T* __restrict__ v, Dims P, MaskRule mask, float scale,
+                                                       T* __restrict__ o, float* __restrict__ lse) {
+  extern __shared__ __align__(16) unsigned char raw[];
+  T* qs = reinterpret_cast<T*>(raw);
+  T* ks[2] = {qs + Smem<D>::kTile, qs + 2 * Smem<D>::kTile};
+  T* vs[2] = {qs + 3 * Smem<D>::kTile, qs + 4 * Smem<D>::kTile};
+  int* red = reinterpret_cast<int*>(qs + 5 * Smem<D>::kTile);  // lo_min, hi_max, lo_max, hi_min
+  constexpr int kLd = Smem<D>::kLd;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = mma::group_id(lane), tg = mma::thread_in_group(lane);
+  const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
+
+  // the block's rows: the union of their key ranges, and the keys every row sees
+  if (threadIdx.x == 0) red[0] = INT_MAX, red[1] = 0, red[2] = 0, red[3] = INT_MAX;
+  __syncthreads();
+  if (threadIdx.x < kBr && q0 + threadIdx.x < P.sq) {
+    const KeyRange r = mask.keys(q0 + threadIdx.x, P.sk);
+    atomicMax(&red[2], static_cast<int>(r.lo));
+    atomicMin(&red[3], static_cast<int>(r.hi));
+    if (r.lo < r.hi) atomicMin(&red[0], static_cast<int>(r.lo)), atomicMax(&red[1], static_cast<int>(r.hi));
+  }
+  __syncthreads();
+  const std::int64_t lo_min = red[0], hi_max = red[1], lo_max = red[2], hi_min = red[3];
+  const std::int64_t t_begin = lo_min < hi_max ? lo_min / kBc : 0, t_end = lo_min < hi_max ? (hi_max + kBc - 1) / kBc : 0;
+
+  // this thread's two rows and their key ranges
+  const std::int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  KeyRange kr[2];
+  for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
+
+  OnlineRow<float> st[2];
+  float acc[D / 8][4];
+  for (auto& a : acc)
+    for (float& x : a) x = 0.f;
+  std::uint32_t qf[D / 16][4];
+
+  if (t_begin < t_end) {
+    load_tile<D>(qs, q, q0, P.sq, P.h, i);
+    load_tile<D>(ks[0], k, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile<D>(vs[0], v, t_begin * kBc, P.sk, P.hk, kh);
+    cp_async_commit();
+  }
+  for (std::int64_t j = t_begin; j < t_end; ++j) {
+    const int buf = static_cast<int>((j - t_begin) & 1);
+    if (j + 1 < t_end) {
+      load_tile<D>(ks[buf ^ 1], k, (j + 1) * kBc, P.sk, P.hk, kh);
+      load_tile<D>(vs[buf ^ 1], v, (j + 1) * kBc, P.sk, P.hk, kh);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (j == t_begin)
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const mma::RC a = mma::ldsm_a(lane);
+        ldsm_x4(qf[kk], qs + (warp * 16 + a.row) * kLd + kk * 16 + a.col);
+      }
+    // S = Q K^T for this warp's 16 rows x 64 keys
+    float s[kBc / 8][4];
+    for (auto& a : s)
+      for (float& x : a) x = 0.f;
+    for (int kk = 0; kk < D / 16; ++kk)
+      for (int np = 0; np < kBc / 16; ++np) {
+        std::uint32_t b[4];
+        const mma::RC a = mma::ldsm_b_rows(lane);
+        ldsm_x4(b, ks[buf] + (np * 16 + a.row) * kLd + kk * 16 + a.col);
+        mma_16816<T>(s[2 * np], qf[kk], b[0], b[1]);
+        mma_16816<T>(s[2 * np + 1], qf[kk], b[2], b[3]);
+      }
+    // scale, mask, online softmax
+    const std::int64_t t0 = j * kBc;
+    const bool full = lo_max <= t0 && hi_min >= t0 + kBc && t0 + kBc <= P.sk;
+    float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
+    for (int nt = 0; nt < kBc / 8; ++nt)
+      for (int e = 0; e < 4; ++e) {
+        const int x = e >> 1;
+        const std::int64_t key = t0 + nt * 8 + 2 * tg + (e & 1);
+        float val = scale * s[nt][e];
+        if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
+        s[nt][e] = val;
+        bmax[x] = fmaxf(bmax[x], val);
+      }
+    for (int x = 0; x < 2; ++x) {
+      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 1));
+      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 2));
+    }
+    float alpha[2];
+    for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], bmax[x]);
+    for (auto& a : acc) a[0] *= alpha[0], a[1] *= alpha[0], a[2] *= alpha[1], a[3] *= alpha[1];
+    for (int nt = 0; nt < kBc / 8; ++nt)
+      for (int e = 0; e < 4; ++e) {
+        const float p = online_weight(st[e >> 1], s[nt][e]);
+        online_add(st[e >> 1], p);
+        s[nt][e] = p;
+      }
+    // O += P V: P from the S registers, V via ldmatrix.trans
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      const std::uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                                   pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      for (int dp = 0; dp < D / 16; ++dp) {
+        std::uint32_t b[4];
+        const mma::RC a = mma::ldsm_b_trans(lane);
+        ldsm_x4_trans(b, vs[buf] + (kk * 16 + a.row) * kLd + dp * 16 + a.col);
+        mma_16816<T>(acc[2 * dp], pa, b[0], b[1]);
+        mma_16816<T>(acc[2 * dp + 1], pa, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // this buffer is refilled two iterations on
+  }
+  // l over the row's 4 lanes, then O = acc / l and LSE
+  for (int x = 0; x < 2; ++x) {
+    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 1);
+    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 2);
+  }
+  for (int x = 0; x < 2; ++x) {
+    if (row[x] >= P.sq) continue;
+    const float inv = online_inv_l(st[x]);
+    T* out = o + (row[x] * P.h + i) * D;
+    for (int nt = 0; nt < D / 8; ++nt) {
+      const int col = nt * 8 + 2 * tg;
+      *reinterpret_cast<std::uint32_t*>(out + col) = pack2<T>(acc[nt][2 * x] * inv, acc[nt][2 * x + 1] * inv);
+    }
+    if (tg == 0) lse[i * P.sq + row[x]] = online_lse(st[x]);
+  }
+}
+
+template <int D, class T>
+void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
+            cudaStream_t s) {
+  const size_t smem = Smem<D>::bytes(sizeof(T));
+  static bool configured = false;  // once per instantiation: allow more than 48 KB of shared memory
+  if (!configured) {
+    CPLAB_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = true;
+  }
+  fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
+      q, k, v, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
+  check_launch("attention v2 forward");
+}
+
+}  // namespace
+
+template <class T>
+void v2_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
+                float* lse, cudaStream_t s) {
+  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, s);
+  else launch<128, T>(d, q, k, v, mask, scale, o, lse, s);
+}
+
+template void v2_forward<__half>(const AttnDims&, const __half*, const __half*, const __half*, const MaskRule&, float,
+                                 __half*, float*, cudaStream_t);
+template void v2_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
+                                        const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
+                                        cudaStream_t);
+
+}  // namespace cplab::cuda::detail
