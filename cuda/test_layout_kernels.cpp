@@ -4,10 +4,16 @@
 // row_elems in {1,5}: shard on the GPU == host scatter, unshard on the GPU == host gather, and
 // unshard(shard(x)) == x, all compared exactly. The host side walks (rank, local) with
 // layout_global, while the kernels walk global tokens with layout_owner, so the two directions of
-// layout_index.h are checked against each other. Also DeviceBuffer and CPLAB_CUDA_CHECK basics.
+// layout_index.h are checked against each other. The same, byte for byte, for the element sizes of
+// every dtype (f16 / bf16 through the typed wrappers, 1, 2, 4, 8, 16 bytes through the byte API)
+// and for rows at odd addresses (each copy width the kernel picks). Also DeviceBuffer and
+// CPLAB_CUDA_CHECK basics.
 // What it is not: a test of the layout formulas themselves (tests/ does that on the CPU), nor a
 // benchmark. Needs a GPU: test_cuda_main.cpp skips the whole binary without one.
 #include <doctest/doctest.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "check.h"
 #include "device_buffer.h"
@@ -16,6 +22,7 @@
 #include "layout_kernels.h"
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,9 +43,10 @@ const char* name(Layout layout) {
 }
 
 // host scatter: (S, row) global order -> (S, row) rank-concatenated order
-std::vector<float> host_shard(const std::vector<float>& x_global, std::int64_t S, std::int64_t P,
-                              std::int64_t row, Layout layout) {
-  std::vector<float> out(x_global.size(), -1.0f);
+template <typename T>
+std::vector<T> host_shard(const std::vector<T>& x_global, std::int64_t S, std::int64_t P,
+                          std::int64_t row, Layout layout) {
+  std::vector<T> out(x_global.size());
   for (std::int64_t r = 0; r < P; ++r)
     for (std::int64_t l = 0; l < S / P; ++l) {
       const std::int64_t g = cplab::layout_global(layout, S, P, r, l);
@@ -50,9 +58,10 @@ std::vector<float> host_shard(const std::vector<float>& x_global, std::int64_t S
 }
 
 // host gather: (S, row) rank-concatenated order -> (S, row) global order
-std::vector<float> host_unshard(const std::vector<float>& x_ranks, std::int64_t S, std::int64_t P,
-                                std::int64_t row, Layout layout) {
-  std::vector<float> out(x_ranks.size(), -1.0f);
+template <typename T>
+std::vector<T> host_unshard(const std::vector<T>& x_ranks, std::int64_t S, std::int64_t P,
+                            std::int64_t row, Layout layout) {
+  std::vector<T> out(x_ranks.size());
   for (std::int64_t r = 0; r < P; ++r)
     for (std::int64_t l = 0; l < S / P; ++l) {
       const std::int64_t g = cplab::layout_global(layout, S, P, r, l);
@@ -68,6 +77,63 @@ std::vector<float> iota(std::size_t n, float start) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
   return v;
+}
+
+// n pseudo-random bytes (splitmix64 of the byte index and a seed): rows of >= 2 bytes differ
+std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    v[i] = static_cast<unsigned char>(z ^ (z >> 31));
+  }
+  return v;
+}
+
+// n elements of T holding random_bytes (any bit pattern: compared as bytes, never as values)
+template <typename T>
+std::vector<T> random_elems(std::size_t n, std::uint64_t seed) {
+  const std::vector<unsigned char> b = random_bytes(n * sizeof(T), seed);
+  std::vector<T> v(n);
+  std::memcpy(static_cast<void*>(v.data()), b.data(), b.size());
+  return v;
+}
+
+template <typename T>
+std::vector<unsigned char> bytes_of(const std::vector<T>& v) {
+  std::vector<unsigned char> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), static_cast<const void*>(v.data()), b.size());
+  return b;
+}
+
+// the float test above for another element type, through the typed wrappers, compared as bytes
+template <typename T>
+void check_typed(const char* type_name) {
+  for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::striped})
+    for (std::int64_t P : {1, 3, 4})
+      for (std::int64_t row : {1, 3, 64}) {
+        const std::int64_t S = 2 * P * 7;
+        CAPTURE(type_name);
+        CAPTURE(name(layout));
+        CAPTURE(P);
+        CAPTURE(row);
+        const auto n = static_cast<std::size_t>(S * row);
+        const std::vector<T> x = random_elems<T>(n, 1), y = random_elems<T>(n, 2);
+        DeviceBuffer<T> d_x(n), d_shard(n), d_back(n), d_y(n), d_y_global(n);
+        d_x.copy_from_host(x);
+        d_y.copy_from_host(y);
+        cplab::cuda::shard_tokens(d_x.data(), d_shard.data(), S, P, row, layout, nullptr);
+        cplab::cuda::unshard_tokens(d_shard.data(), d_back.data(), S, P, row, layout, nullptr);
+        cplab::cuda::unshard_tokens(d_y.data(), d_y_global.data(), S, P, row, layout, nullptr);
+        std::vector<T> shard(n), back(n), y_global(n);
+        d_shard.copy_to_host(shard);
+        d_back.copy_to_host(back);
+        d_y_global.copy_to_host(y_global);
+        CHECK(bytes_of(shard) == bytes_of(host_shard(x, S, P, row, layout)));
+        CHECK(bytes_of(y_global) == bytes_of(host_unshard(y, S, P, row, layout)));
+        CHECK(bytes_of(back) == bytes_of(x));
+      }
 }
 
 }  // namespace
@@ -103,15 +169,42 @@ TEST_CASE("shard_tokens / unshard_tokens match the host and invert each other") 
         }
 }
 
-TEST_CASE("shard_tokens rejects shapes the layout cannot split, before touching the GPU") {
-  CHECK_THROWS_AS(cplab::cuda::shard_tokens(nullptr, nullptr, 12, 4, 1, Layout::zigzag, nullptr),
-                  cplab::Error);
-  CHECK_THROWS_AS(cplab::cuda::unshard_tokens(nullptr, nullptr, 10, 4, 1, Layout::striped, nullptr),
-                  cplab::Error);
-  CHECK_THROWS_AS(cplab::cuda::shard_tokens(nullptr, nullptr, 8, 0, 1, Layout::contiguous, nullptr),
-                  cplab::Error);
-  CHECK_THROWS_AS(cplab::cuda::shard_tokens(nullptr, nullptr, 8, 2, 0, Layout::contiguous, nullptr),
-                  cplab::Error);
+TEST_CASE("shard_tokens / unshard_tokens move rows of every dtype (typed wrappers), byte for byte") {
+  check_typed<__half>("__half");
+  check_typed<__nv_bfloat16>("__nv_bfloat16");
+  check_typed<double>("double");
+  check_typed<float>("float");
+}
+
+TEST_CASE("shard_tokens / unshard_tokens byte API: element sizes 1..16 and rows at odd addresses") {
+  // offset shifts both device pointers, so the kernel picks each copy width: 16 / 8 / 4 / 2 / 1 bytes
+  for (std::size_t elem : {1, 2, 3, 4, 8, 16})
+    for (std::int64_t row : {1, 2, 5, 16})
+      for (std::size_t offset : {0, 1, 2, 4, 8})
+        for (Layout layout : {Layout::zigzag, Layout::striped}) {
+          const std::int64_t P = 3, S = 2 * P * 5;
+          CAPTURE(elem);
+          CAPTURE(row);
+          CAPTURE(offset);
+          CAPTURE(name(layout));
+          const auto row_bytes = static_cast<std::int64_t>(elem) * row;
+          const auto n = static_cast<std::size_t>(S * row_bytes);
+          const std::vector<unsigned char> x = random_bytes(n, 3);
+          DeviceBuffer<unsigned char> d_x(n + offset), d_shard(n + offset), d_back(n + offset);
+          std::vector<unsigned char> x_padded(n + offset, 0);
+          std::memcpy(x_padded.data() + offset, x.data(), n);
+          d_x.copy_from_host(x_padded);
+          cplab::cuda::shard_tokens(d_x.data() + offset, d_shard.data() + offset, S, P, row, elem, layout, nullptr);
+          cplab::cuda::unshard_tokens(d_shard.data() + offset, d_back.data() + offset, S, P, row, elem, layout,
+                                      nullptr);
+          std::vector<unsigned char> shard(n + offset), back(n + offset);
+          d_shard.copy_to_host(shard);
+          d_back.copy_to_host(back);
+          shard.erase(shard.begin(), shard.begin() + static_cast<std::ptrdiff_t>(offset));
+          back.erase(back.begin(), back.begin() + static_cast<std::ptrdiff_t>(offset));
+          CHECK(shard == host_shard(x, S, P, row_bytes, layout));  // a row of row_bytes one-byte elements
+          CHECK(back == x);
+        }
 }
 
 TEST_CASE("DeviceBuffer round-trips, moves, and checks sizes") {

@@ -60,13 +60,16 @@ Partition::Partition(Layout layout, index_t seq, index_t cp) : layout_(layout), 
 
 Partition::Partition(Layout layout, std::vector<index_t> cu_padded, index_t cp)
     : layout_(layout), cu_(std::move(cu_padded)), cp_(cp) {
-  require(cu_.size() >= 2 && cu_[0] == 0, "cu_seqlens must start at 0 and hold at least one sequence");
-  for (size_t s = 0; s + 1 < cu_.size(); ++s) {
+  check_packed_partition(layout, cu_, cp);
+}
+
+void check_packed_partition(Layout layout, const std::vector<std::int64_t>& cu, std::int64_t cp) {
+  require(cu.size() >= 2 && cu[0] == 0, "cu_seqlens must start at 0 and hold at least one sequence");
+  for (size_t s = 0; s + 1 < cu.size(); ++s) {
     try {
-      check_partition(layout, cu_[s + 1] - cu_[s], cp);
+      check_partition(layout, cu[s + 1] - cu[s], cp);
     } catch (const Error& e) {
-      throw Error(num_seqs() == 1 ? std::string(e.what())
-                                  : "sequence " + std::to_string(s) + " (padded): " + e.what());
+      throw Error(cu.size() == 2 ? std::string(e.what()) : "sequence " + std::to_string(s) + " (padded): " + e.what());
     }
   }
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hd.h"
 
@@ -107,6 +108,14 @@ CPLAB_HD constexpr std::int64_t layout_factor(Layout layout, std::int64_t cp) {
 // Host only. Throws cplab::Error naming the rule: cp >= 1, seq >= 1, seq % (2*cp) == 0 for zigzag,
 // seq % cp == 0 for contiguous and striped. Defined in layout.cpp (library cplab_ref).
 void check_partition(Layout layout, std::int64_t seq, std::int64_t cp);
+
+// Host only (thd.cpp): cu_seqlens starts at 0, strictly increases and totals <= kMaxPackedTokens.
+inline constexpr std::int64_t kMaxPackedTokens = std::int64_t{1} << 40;
+void check_cu_seqlens(const std::vector<std::int64_t>& cu);
+// Host only (layout.cpp): the rules of a packed partition (Partition's THD constructor): cu_padded
+// starts at 0 with at least one sequence, and every padded sequence passes check_partition
+// (messages say which sequence).
+void check_packed_partition(Layout layout, const std::vector<std::int64_t>& cu_padded, std::int64_t cp);
 
 // position of rank r's local token l in the rank-concatenated order (rank 0's tokens, then rank 1's, ...)
 CPLAB_HD constexpr std::int64_t rank_concat_index(std::int64_t S, std::int64_t P, std::int64_t r,

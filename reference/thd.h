@@ -44,9 +44,7 @@ struct Packing {
 // "4,2" -> {4, 2}; throws cplab::Error naming `what` on an entry that is not an integer
 std::vector<index_t> parse_int_list(const std::string& text, const std::string& what);
 // the largest packed batch cplab accepts (keeps every padding computation far from overflow)
-inline constexpr index_t kMaxPackedTokens = index_t{1} << 40;
-// throws cplab::Error unless cu starts at 0, strictly increases and stays <= kMaxPackedTokens
-void check_cu_seqlens(const std::vector<index_t>& cu);
+// kMaxPackedTokens and check_cu_seqlens: layout_index.h (shared with cuda/)
 // "0,12,36,42" -> {0, 12, 36, 42}; throws cplab::Error unless it starts at 0 and strictly increases
 std::vector<index_t> parse_cu_seqlens(const std::string& text);
 

@@ -1,0 +1,226 @@
+// test_attention.cpp: the CUDA attention kernels (attention.h) against the CPU reference in double.
+//
+// What it is: for kernel v1 (fp32, fp16, bf16) and v2 (fp16, bf16), head dims 64 and 128, MHA and
+// GQA, and every mask a CP step uses (none, causal, the striped causal(-1), bottom-right causal, the
+// zigzag sections "full Q x first KV half" and "second Q half x full KV", THD per-sequence causal
+// ranges with an empty row): forward O and LSE, and backward dQ, dK, dV from the GPU's own O, LSE
+// and Delta, compared with reference/attention_kernel.h on the same (rounded) inputs. Also the
+// (O, LSE) merges: attention over three key blocks (one empty) merged on the GPU, streaming and
+// TE's fold, equals attention over all keys. Sequence lengths are not multiples of the 64-row
+// tiles, so tails are exercised.
+// Tolerances (max |gpu - ref| / max |ref|, per tensor), written down once here and in cuda/README.md:
+//   fp32 (v1):  O 1e-5,  LSE 1e-5 (absolute, per unit of max(1, |LSE|)),  dQ dK dV 1e-4
+//   fp16:       O 4e-3,  LSE 1e-4,  dQ dK dV 1e-2
+//   bf16:       O 2e-2,  LSE 1e-4,  dQ dK dV 5e-2
+// (inputs are rounded to the dtype before the reference sees them, so what remains is the kernels'
+// rounding of P, dS and O to the input dtype and fp32 accumulation order).
+// What it is not: a benchmark (bench/), or a test of the CP modes (they come with the communicator).
+// Needs a GPU: test_cuda_main.cpp skips the whole binary without one.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+#include "dense_attention.h"
+#include "device_buffer.h"
+#include "dtype.h"
+
+using namespace cplab;
+using namespace cplab::cuda;
+
+namespace {
+
+struct Tol {
+  double o, lse, grad;
+};
+Tol tolerance(DType t) {
+  if (t == DType::f32) return {1e-5, 1e-5, 1e-4};
+  if (t == DType::f16) return {4e-3, 1e-4, 1e-2};
+  return {2e-2, 1e-4, 5e-2};
+}
+
+// random uniform(-1, 1) values, already rounded to t
+Tensor3<double> inputs(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Tensor3<double> x(n, h, d);
+  for (double& e : x.data) e = round_to(u(rng), t);
+  return x;
+}
+
+DeviceBuffer<std::byte> upload(const std::vector<double>& x, DType t) {
+  const std::vector<std::byte> b = to_dtype(x, t);
+  DeviceBuffer<std::byte> d(b.size());
+  d.copy_from_host(b);
+  return d;
+}
+std::vector<double> download(const DeviceBuffer<std::byte>& d, DType t) {
+  std::vector<std::byte> b(d.size());
+  d.copy_to_host(b);
+  return from_dtype(b, t);
+}
+std::vector<double> download(const DeviceBuffer<float>& d) {
+  std::vector<float> f(d.size());
+  d.copy_to_host(f);
+  return {f.begin(), f.end()};
+}
+DeviceBuffer<float> zeros(size_t n) {
+  DeviceBuffer<float> d(n);
+  CPLAB_CUDA_CHECK(cudaMemset(d.data(), 0, n * sizeof(float)));
+  return d;
+}
+
+// max |x - ref| / max |ref|; -inf must match -inf; NaN fails
+double rel(const std::vector<double>& x, const std::vector<double>& ref) {
+  REQUIRE(x.size() == ref.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) return INFINITY;
+    if (std::isinf(ref[i]) || std::isinf(x[i])) {
+      if (x[i] != ref[i]) return INFINITY;
+      continue;
+    }
+    num = std::max(num, std::abs(x[i] - ref[i]));
+    den = std::max(den, std::abs(ref[i]));
+  }
+  return den == 0 ? num : num / den;
+}
+// LSE: absolute error per unit of max(1, |LSE|)
+double lse_err(const std::vector<double>& x, const Rows<double>& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = ref.data()[i];
+    if (std::isinf(r) || std::isinf(x[i])) {
+      if (x[i] != r) return INFINITY;
+      continue;
+    }
+    if (std::isnan(x[i])) return INFINITY;
+    worst = std::max(worst, std::abs(x[i] - r) / std::max(1.0, std::abs(r)));
+  }
+  return worst;
+}
+
+struct Case {
+  std::string name;
+  index_t sq, sk;
+  Mask mask;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c = {{"none", 200, 200, Mask::none()},
+                         {"causal", 200, 200, Mask::causal(0)},
+                         {"striped causal(-1)", 136, 136, Mask::causal(-1)},
+                         {"bottom-right causal", 72, 200, Mask::causal(200 - 72)},
+                         {"zigzag lower: full Q x first KV half", 256, 128, Mask::none()},
+                         {"zigzag upper: second Q half x full KV", 128, 256, Mask::none()}};
+  // THD: three packed sequences [0, 70), [70, 150), [150, 200), causal inside each; row 160 sees nothing
+  std::vector<std::int64_t> lo(200), hi(200);
+  for (std::int64_t a = 0; a < 200; ++a) {
+    const std::int64_t s0 = a < 70 ? 0 : (a < 150 ? 70 : 150);
+    lo[static_cast<size_t>(a)] = s0, hi[static_cast<size_t>(a)] = a == 160 ? s0 : a + 1;
+  }
+  c.push_back({"THD per-sequence causal (ranges, one empty row)", 200, 200, Mask::ranges(lo, hi)});
+  return c;
+}
+
+void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Case& c) {
+  const Tol tol = tolerance(t);
+  const AttnDims dims{c.sq, c.sk, h, hk, d, d};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto q = inputs(c.sq, h, d, 1, t), k = inputs(c.sk, hk, d, 2, t), v = inputs(c.sk, hk, d, 3, t);
+  const auto dout = inputs(c.sq, h, d, 4, t);
+  const AttnOut<double> ref = dense_forward(q, k, v, c.mask, scale);
+  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, c.mask, scale);
+
+  auto Q = upload(q.data, t), K = upload(k.data, t), V = upload(v.data, t), dO = upload(dout.data, t);
+  DeviceBuffer<std::byte> O(static_cast<size_t>(c.sq * h * d) * dtype_size(t));
+  DeviceBuffer<float> L(static_cast<size_t>(h * c.sq)), Delta(static_cast<size_t>(h * c.sq));
+  const DeviceMask mask(c.mask, c.sq);
+  attention_forward(kernel, t, dims, Q.data(), K.data(), V.data(), mask.rule(), static_cast<float>(scale), O.data(), L.data(), nullptr);
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(rel(download(O, t), ref.o.data) < tol.o);
+  CHECK(lse_err(download(L), ref.lse) < tol.lse);
+
+  auto dQ = zeros(static_cast<size_t>(c.sq * h * d)), dK = zeros(static_cast<size_t>(c.sk * hk * d)), dV = zeros(static_cast<size_t>(c.sk * hk * d));
+  softmax_delta(t, c.sq, h, d, O.data(), dO.data(), Delta.data(), nullptr);
+  attention_backward(kernel, t, dims, Q.data(), K.data(), V.data(), dO.data(), L.data(), Delta.data(), mask.rule(),
+                     static_cast<float>(scale), dQ.data(), dK.data(), dV.data(), nullptr);
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(rel(download(dQ), g.dq.data) < tol.grad);
+  CHECK(rel(download(dK), g.dk.data) < tol.grad);
+  CHECK(rel(download(dV), g.dv.data) < tol.grad);
+}
+
+}  // namespace
+
+TEST_CASE("attention: every kernel x dtype x head dim x mask x MHA/GQA equals the double reference") {
+  struct KD {
+    Kernel k;
+    DType t;
+  };
+  for (const KD kd : {KD{Kernel::v1, DType::f32}, KD{Kernel::v1, DType::bf16}, KD{Kernel::v2, DType::f16}, KD{Kernel::v2, DType::bf16}})
+    for (index_t d : {64, 128})
+      for (index_t hk : {4, 2})
+        for (const Case& c : cases()) {
+          CAPTURE(static_cast<int>(kd.k));
+          CAPTURE(to_string(kd.t));
+          CAPTURE(d);
+          CAPTURE(hk);
+          CAPTURE(c.name);
+          run_case(kd.k, kd.t, d, 4, hk, c);
+        }
+}
+
+TEST_CASE("attention: v1 also takes fp16") { run_case(Kernel::v1, DType::f16, 64, 2, 1, cases()[1]); }
+
+TEST_CASE("attention: partials over key blocks merged on the GPU (streaming and fold) equal the whole") {
+  const DType t = DType::bf16;
+  const index_t sq = 130, sk = 190, h = 2, d = 64;
+  const double scale = 0.125;
+  const auto q = inputs(sq, h, d, 5, t), k = inputs(sk, h, d, 6, t), v = inputs(sk, h, d, 7, t);
+  const AttnOut<double> ref = dense_forward(q, k, v, Mask::none(), scale);
+  auto Q = upload(q.data, t);
+  auto acc_s = zeros(static_cast<size_t>(sq * h * d)), acc_f = zeros(static_cast<size_t>(sq * h * d));
+  DeviceBuffer<float> lse_s(static_cast<size_t>(h * sq)), lse_f(static_cast<size_t>(h * sq));
+  const std::vector<float> ninf(static_cast<size_t>(h * sq), -INFINITY);
+  lse_s.copy_from_host(ninf);
+  lse_f.copy_from_host(ninf);
+  // three key blocks: [0, 64), [64, 190) with every row masked out of the second half of it, i.e. a
+  // causal(-1000) partial that is empty (LSE = -inf), and [64, 190) unmasked
+  struct Part {
+    index_t b0, nb;
+    Mask m;
+  };
+  const std::vector<Part> parts = {{0, 64, Mask::none()}, {64, 126, Mask::causal(-1000)}, {64, 126, Mask::none()}};
+  std::vector<DeviceBuffer<std::byte>> po;
+  std::vector<DeviceBuffer<float>> pl;
+  for (const Part& p : parts) {
+    Tensor3<double> kb(p.nb, h, d), vb(p.nb, h, d);
+    for (index_t r = 0; r < p.nb; ++r)
+      for (index_t i = 0; i < h; ++i)
+        for (index_t e = 0; e < d; ++e) kb.at(r, i, e) = k.at(p.b0 + r, i, e), vb.at(r, i, e) = v.at(p.b0 + r, i, e);
+    auto K = upload(kb.data, t), V = upload(vb.data, t);
+    po.emplace_back(static_cast<size_t>(sq * h * d) * dtype_size(t));
+    pl.emplace_back(static_cast<size_t>(h * sq));
+    const DeviceMask m(p.m, sq);
+    attention_forward(Kernel::v2, t, AttnDims{sq, p.nb, h, h, d, d}, Q.data(), K.data(), V.data(), m.rule(),
+                      static_cast<float>(scale), po.back().data(), pl.back().data(), nullptr);
+    merge_streaming(t, sq, h, d, acc_s.data(), lse_s.data(), 0, sq, po.back().data(), pl.back().data(), nullptr);
+    merge_lse(sq, h, lse_f.data(), 0, sq, pl.back().data(), nullptr);
+    CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  for (size_t j = 0; j < parts.size(); ++j)
+    fold_correction(t, sq, h, d, acc_f.data(), lse_f.data(), 0, sq, po[j].data(), pl[j].data(), nullptr);
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(rel(download(acc_s), ref.o.data) < tolerance(t).o);
+  CHECK(rel(download(acc_f), ref.o.data) < tolerance(t).o);
+  CHECK(lse_err(download(lse_s), ref.lse) < tolerance(t).lse);
+  CHECK(lse_err(download(lse_f), ref.lse) < tolerance(t).lse);
+  DeviceBuffer<std::byte> cast(static_cast<size_t>(sq * h * d) * dtype_size(t));
+  cast_from_f32(t, acc_s.data(), cast.data(), sq * h * d, nullptr);
+  CHECK(rel(download(cast, t), ref.o.data) < tolerance(t).o);
+}

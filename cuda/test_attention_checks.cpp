@@ -1,0 +1,35 @@
+// test_attention_checks.cpp: the attention host API refuses what it cannot run, with a message
+// naming the rule, before any CUDA call, so this runs (and must pass) on machines without a GPU.
+// What it is not: a numerical test (test_attention.cpp, GPU only).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "attention.h"
+#include "error.h"
+
+using namespace cplab;
+using namespace cplab::cuda;
+
+TEST_CASE("attention checks: kernels, dtypes, head dims, heads and masks are checked before any launch") {
+  CHECK_NOTHROW(check_supported(Kernel::v2, DType::bf16, AttnDims{100, 300, 8, 2, 128, 128}));
+  CHECK_NOTHROW(check_supported(Kernel::v1, DType::f32, AttnDims{1, 1, 1, 1, 7, 3}));
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v2, DType::f32, AttnDims{64, 64, 1, 1, 64, 64}),
+                       "kernel v2 takes fp16 or bf16 inputs, not fp32", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v2, DType::bf16, AttnDims{64, 64, 1, 1, 96, 96}),
+                       "kernel v2 needs head dim 64 or 128 (got d = 96)", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v2, DType::f16, AttnDims{64, 64, 1, 1, 64, 128}),
+                       "kernel v2 needs dv == d (got d = 64, dv = 128)", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v1, DType::bf16, AttnDims{64, 64, 1, 1, 256, 64}),
+                       "kernel v1 needs head dims <= 128 (got d = 256, dv = 64)", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v1, DType::bf16, AttnDims{64, 64, 6, 4, 64, 64}),
+                       "query heads h = 6 must be a positive multiple of KV heads hk = 4", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v1, DType::bf16, AttnDims{0, 64, 1, 1, 64, 64}),
+                       "attention needs sq > 0 and sk > 0 (got sq = 0, sk = 64)", Error);
+  // the forward itself checks first: no CUDA call happens (nullptr pointers are never touched)
+  CHECK_THROWS_AS(attention_forward(Kernel::v2, DType::f32, AttnDims{64, 64, 1, 1, 64, 64}, nullptr, nullptr, nullptr,
+                                    MaskRule{}, 1.0f, nullptr, nullptr, nullptr),
+                  Error);
+  CHECK_THROWS_WITH_AS(DeviceMask(Mask::ranges({0, 0}, {1, 2}), 3), "a ranges mask needs one [lo, hi) per query row (3 rows)", Error);
+  CHECK_THROWS_WITH_AS(merge_lse(10, 2, nullptr, 8, 4, nullptr, nullptr),
+                       "a partial's rows [8, 12) must lie in the accumulator's [0, 10)", Error);
+}
