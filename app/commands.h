@@ -15,5 +15,6 @@ void setup_run(CLI::App& app, int& status);   // cmd_run.cpp
 void setup_demo(CLI::App& app, int& status);  // cmd_demo.cpp
 void setup_layout(CLI::App& app, int& status);  // cmd_layout.cpp
 void setup_schedule(CLI::App& app, int& status);  // cmd_schedule.cpp
+void setup_plan(CLI::App& app, int& status);      // cmd_plan.cpp
 
 }  // namespace cplab::app

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cplab::app::setup_demo(app, status);
   cplab::app::setup_layout(app, status);
   cplab::app::setup_schedule(app, status);
+  cplab::app::setup_plan(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

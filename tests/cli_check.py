@@ -307,6 +307,25 @@ if p.returncode != 0 or "PLANNED ONLY" not in p.stdout:
     failures.append(f"--plan-only: exit {p.returncode}, no 'PLANNED ONLY' line\n{p.stdout}{p.stderr}")
 expect_error(["run", "--cp", "2", "--seq", "64", "--plan-only", "--out-dir", path("x")], "--out-dir cannot go with --plan-only")
 
+# ---- 5b. cplab plan ------------------------------------------------------------------------------
+llama = ["plan", "--seq", "131072", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"]
+for gpus, want in [("8", "p2p zigzag"), ("32", "a2a+p2p 8x4")]:
+    p = run(*llama, "--gpus", gpus, "--gpus-per-node", "8", "--json")
+    if p.returncode != 0:
+        failures.append(f"plan --gpus {gpus}: exit {p.returncode}\n{p.stderr}")
+        continue
+    r = json.loads(p.stdout)
+    valid = [o for o in r["options"] if o["valid"]]
+    if r["recommended"] != want or r["recommended"] != valid[0]["label"] or any(
+            a["total_ms"] > b["total_ms"] for a, b in zip(valid, valid[1:])) or "nvlink4" not in json.dumps(r["assumptions"]):
+        failures.append(f"plan --gpus {gpus}: recommended {r['recommended']} (expected {want}), options not sorted, or assumptions missing")
+p = run(*llama, "--gpus", "16", "--gpus-per-node", "8")
+if p.returncode != 0 or "recommended:" not in p.stdout or "assumptions" not in p.stdout:
+    failures.append(f"plan (text): exit {p.returncode}\n{p.stdout}{p.stderr}")
+expect_error(["plan", "--gpus", "12", "--gpus-per-node", "8"], "gpus 12 must fill whole nodes of gpus-per-node = 8")
+expect_error(["plan", "--gpu", "b200"], "gpu preset 'b200' is not one of: h100, h200, h800")
+expect_error(["plan", "--calibration", path("missing.json")], "cannot be read")
+
 # ---- 6. help and demo ---------------------------------------------------------------------------
 for args, needle in [(["--help"], "layout"), (["run", "--help"], "--hcp"), (["demo", "--help"], "--cp"),
                      (["layout", "--help"], "--cu-seqlens")]:

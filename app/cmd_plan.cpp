@@ -1,0 +1,138 @@
+// cmd_plan.cpp: `cplab plan`: which CP mode for an attention shape on N GPUs, by the performance model.
+//
+// What it is: options -> PlanProblem + PerfAssumptions (presets, --tflops, --calibration), the
+// candidates of planner.h, a table (predicted forward / backward time per layer, efficiency,
+// exposed communication), the recommendation, and every assumption the numbers rest on.
+// What it is not: a measurement; the model is perf_model.h.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "error.h"
+#include "planner.h"
+
+namespace cplab::app {
+
+namespace {
+
+struct PlanOptions {
+  index_t seq = 131072, heads = 32, kv_heads = 8, head_dim = 128, gpus = 8, gpus_per_node = 8;
+  bool no_causal = false, forward_only = false, json = false;
+  std::string gpu = "h100", intra = "nvlink4", inter = "ib-ndr", calibration;
+  double tflops = 0, bwd_tflops = 0, tau_us = 5;
+};
+
+std::string sizes_of(const PlanOption& o) {
+  const RunSpec& s = o.spec;
+  if (s.mode == "p2p") return "ring " + std::to_string(s.cp);
+  if (s.mode == "allgather") return "all-gather " + std::to_string(s.cp);
+  if (s.mode == "a2a") return "a2a " + std::to_string(s.cp);
+  return "a2a " + std::to_string(s.icp) + " x ring " + std::to_string(s.ocp);
+}
+
+int plan_action(const PlanOptions& o) {
+  require(o.gpus_per_node >= 1, "gpus-per-node must be >= 1");
+  require(o.gpus % o.gpus_per_node == 0 || o.gpus < o.gpus_per_node,
+          "gpus " + std::to_string(o.gpus) + " must fill whole nodes of gpus-per-node = " + std::to_string(o.gpus_per_node));
+  PerfAssumptions a;
+  a.gpu = gpu_preset(o.gpu);
+  a.intra = link_preset(o.intra);
+  a.inter = link_preset(o.inter);
+  a.gpus_per_node = o.gpus_per_node;
+  a.tau_us = o.tau_us;
+  require(o.tflops >= 0 && o.bwd_tflops >= 0 && o.tau_us >= 0, "--tflops, --bwd-tflops and --tau-us must be >= 0");
+  if (o.tflops > 0) a.gpu.fwd_tflops = o.tflops, a.gpu.bwd_tflops = o.bwd_tflops > 0 ? o.bwd_tflops : 0.85 * o.tflops;
+  else if (o.bwd_tflops > 0) a.gpu.bwd_tflops = o.bwd_tflops;
+  if (!o.calibration.empty()) a.calibration = read_calibration(o.calibration);
+  const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, !o.no_causal, !o.forward_only};
+  const std::vector<PlanOption> opts = plan_options(p, a);
+  const index_t nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
+  if (o.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const PlanOption& x : opts) {
+      nlohmann::json r{{"label", x.label}, {"mode", x.spec.mode}, {"layout", to_string(x.spec.layout)}, {"sizes", sizes_of(x)},
+                       {"valid", x.valid}, {"note", x.note}};
+      if (x.valid)
+        r.update({{"fwd_ms", x.pred.fwd_us / 1e3}, {"bwd_ms", x.pred.bwd_us / 1e3}, {"total_ms", x.pred.total_us() / 1e3},
+                  {"efficiency_fwd", x.pred.efficiency_fwd}, {"efficiency_bwd", x.pred.efficiency_bwd},
+                  {"exposed_comm_ms", x.pred.exposed_comm_us / 1e3}});
+      else
+        r["why_not"] = x.why_not;
+      rows.push_back(r);
+    }
+    std::cout << nlohmann::json{{"seq", o.seq}, {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim},
+                                {"gpus", o.gpus}, {"gpus_per_node", o.gpus_per_node}, {"causal", p.causal}, {"backward", p.backward},
+                                {"options", rows}, {"recommended", opts.front().valid ? opts.front().label : ""},
+                                {"assumptions", a.to_json()}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("cplab plan: attention of %lld tokens, %lld query heads, %lld KV heads, head dim %lld, %s, bf16, %s\n"
+              "on %lld GPUs (%lld per node, %lld node%s), one layer, predicted by the model of reference/perf_model.h\n\n",
+              static_cast<long long>(o.seq), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
+              static_cast<long long>(o.head_dim), p.causal ? "causal" : "not causal", p.backward ? "forward + backward" : "forward only",
+              static_cast<long long>(o.gpus), static_cast<long long>(o.gpus_per_node), static_cast<long long>(nodes), nodes == 1 ? "" : "s");
+  std::printf("%-22s %-22s %9s %9s %10s %11s %12s  %s\n", "candidate", "sizes", "fwd (ms)", "bwd (ms)", "total (ms)", "efficiency", "exposed comm", "notes");
+  for (const PlanOption& x : opts) {
+    if (!x.valid) continue;
+    char eff[32];
+    std::snprintf(eff, sizeof eff, p.backward ? "%.2f / %.2f" : "%.2f", x.pred.efficiency_fwd, x.pred.efficiency_bwd);
+    std::printf("%-22s %-22s %9.3f %9.3f %10.3f %11s %9.3f ms  %s\n", x.label.c_str(), sizes_of(x).c_str(), x.pred.fwd_us / 1e3,
+                x.pred.bwd_us / 1e3, x.pred.total_us() / 1e3, eff, x.pred.exposed_comm_us / 1e3, x.note.c_str());
+  }
+  for (const PlanOption& x : opts)
+    if (!x.valid) std::printf("%-22s not possible: %s\n", x.label.c_str(), x.why_not.c_str());
+  if (opts.front().valid) {
+    const PlanOption& b = opts.front();
+    std::printf("\nrecommended: %s (%s): %.3f ms per layer, efficiency %.2f forward%s\n", b.label.c_str(), sizes_of(b).c_str(),
+                b.pred.total_us() / 1e3, b.pred.efficiency_fwd,
+                p.backward ? (" / " + std::to_string(b.pred.efficiency_bwd).substr(0, 4) + " backward").c_str() : "");
+  } else {
+    std::printf("\nno candidate is possible for this shape\n");
+  }
+  std::printf("\nassumptions (presets are the notes' anchors, not measurements of this machine):\n"
+              "  GPU %s: attention %.0f TFLOP/s forward, %.0f backward%s; HBM %.1f TB/s for the (O, LSE) merges\n"
+              "    (%s)\n"
+              "  inside a node, %s: p2p %.0f GB/s, all-gather %.0f, all-to-all %.0f, alpha %.0f us\n    (%s)\n"
+              "  across nodes, %s: p2p %.0f GB/s, all-gather %.0f, all-to-all %.0f, alpha %.0f us\n    (%s)\n"
+              "  %.0f us per tile (launch and tail); bf16 inputs; ranks numbered node-major (rank r on node r / %lld)\n"
+              "  a step lasts max(compute, communication) on its slowest rank: a ring step's KV transfer overlaps its\n"
+              "  tiles, a collective alone in its step is exposed; efficiency = useful FLOPs / (GPUs x rate x time)\n",
+              a.gpu.name.c_str(), a.gpu.fwd_tflops, a.gpu.bwd_tflops, a.calibration.empty() ? "" : (" (per tile from " + a.calibration.source + ")").c_str(),
+              a.gpu.hbm_TBps, a.gpu.source.c_str(), a.intra.name.c_str(), a.intra.p2p_GBps, a.intra.allgather_GBps, a.intra.a2a_GBps,
+              a.intra.alpha_us, a.intra.source.c_str(), a.inter.name.c_str(), a.inter.p2p_GBps, a.inter.allgather_GBps,
+              a.inter.a2a_GBps, a.inter.alpha_us, a.inter.source.c_str(), a.tau_us, static_cast<long long>(o.gpus_per_node));
+  return 0;
+}
+
+}  // namespace
+
+void setup_plan(CLI::App& app, int& status) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Recommend a CP mode (and hierarchical sizes) for an attention shape on N GPUs, with predicted times\n"
+              "from an alpha-beta model evaluated on each mode's own schedule. Example:\n"
+              "  cplab plan --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --gpus 16 --gpus-per-node 8");
+  sub->add_option("--seq", o->seq, "tokens of the sequence (global)")->capture_default_str();
+  sub->add_option("--heads", o->heads, "query heads (per GPU after tensor parallelism)")->capture_default_str();
+  sub->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
+  sub->add_option("--head-dim", o->head_dim, "head dim")->capture_default_str();
+  sub->add_option("--gpus", o->gpus, "GPUs in the CP group")->capture_default_str();
+  sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (NVLink inside, the inter-node link across)")->capture_default_str();
+  sub->add_flag("--no-causal", o->no_causal, "full (bidirectional) attention instead of causal");
+  sub->add_flag("--forward-only", o->forward_only, "predict the forward pass only (inference prefill)");
+  sub->add_option("--gpu", o->gpu, "GPU preset: h100 | h200 | h800")->capture_default_str();
+  sub->add_option("--intra", o->intra, "link inside a node: nvlink4 | ib-ndr | pcie5 | h800-nvlink")->capture_default_str();
+  sub->add_option("--inter", o->inter, "link across nodes: nvlink4 | ib-ndr | pcie5 | h800-nvlink")->capture_default_str();
+  sub->add_option("--tflops", o->tflops, "override the forward attention TFLOP/s (backward: 0.85x unless --bwd-tflops)");
+  sub->add_option("--bwd-tflops", o->bwd_tflops, "override the backward attention TFLOP/s");
+  sub->add_option("--calibration", o->calibration, "measured single-GPU throughput: `cplab-bench attention --json FILE` output");
+  sub->add_option("--tau-us", o->tau_us, "fixed cost per tile in microseconds")->capture_default_str();
+  sub->add_flag("--json", o->json, "print JSON");
+  sub->callback([o, &status] { status = plan_action(*o); });
+}
+
+}  // namespace cplab::app

@@ -1,0 +1,141 @@
+// attention_config.cpp: argument checks, shape expansion, FLOPs and tolerances (attention_config.h).
+//
+// What it is: every rule `cplab-bench attention` imposes on its input, each with a message that
+// names it. No CUDA: this runs before the program looks for a GPU.
+// What it is not: the kernels' own rules (cuda/attention.h check_supported), which main.cpp adds.
+#include "attention_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "error.h"
+
+namespace cplab::bench {
+
+namespace {
+
+// "1024,2048" -> {1024, 2048}; anything else names the option
+std::vector<std::int64_t> parse_list(const std::string& text, const std::string& option) {
+  std::vector<std::int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(!item.empty() && used == item.size(),
+            option + " '" + text + "': '" + item + "' is not an integer (expected a comma-separated list, e.g. 1024,2048)");
+    out.push_back(value);
+  }
+  require(!out.empty(), option + " is empty (expected a comma-separated list of integers)");
+  return out;
+}
+
+std::string num(std::int64_t x) { return std::to_string(x); }
+
+}  // namespace
+
+const char* to_string(Pass p) { return p == Pass::fwd ? "fwd" : "bwd"; }
+
+std::string default_baseline_command() {
+  return std::string("python3 '") + CPLAB_BENCH_DIR + "/sdpa_baseline.py'";
+}
+
+AttentionPlan make_plan(const AttentionArgs& a) {
+  AttentionPlan p;
+  require(a.dtype == "bf16" || a.dtype == "fp16" || a.dtype == "f16",
+          "--dtype must be bf16 or fp16 (got '" + a.dtype + "'; the kernels under test take 16-bit inputs)");
+  p.dtype = a.dtype == "bf16" ? DType::bf16 : DType::f16;
+  require(a.kernel == "v2" || a.kernel == "v1", "--kernel must be v2 (mma.sync) or v1 (scalar) (got '" + a.kernel + "')");
+  p.kernel = a.kernel == "v2" ? 2 : 1;
+  require(a.causal == "both" || a.causal == "yes" || a.causal == "no",
+          "--causal must be both, yes or no (got '" + a.causal + "')");
+  p.causal = a.causal;
+  require(a.pass == "both" || a.pass == "fwd" || a.pass == "bwd",
+          "--pass must be fwd, bwd or both (got '" + a.pass + "')");
+  p.fwd = a.pass != "bwd";
+  p.bwd = a.pass != "fwd";
+  require(a.warmup >= 0, "--warmup must be >= 0 (got " + num(a.warmup) + ")");
+  require(a.iters >= 1, "--iters must be >= 1 (got " + num(a.iters) + ")");
+  p.warmup = a.warmup;
+  p.iters = a.iters;
+  require(a.tokens > 0, "--tokens must be positive (got " + num(a.tokens) + ")");
+  require(a.hidden > 0, "--hidden must be positive (got " + num(a.hidden) + ")");
+  require(a.heads >= 0 && a.kv_heads >= 0, "--heads and --kv-heads must be positive");
+  p.tokens = a.tokens;
+  p.hidden = a.hidden;
+  p.heads_given = a.heads > 0;
+
+  const std::vector<std::int64_t> dims = parse_list(a.head_dim, "--head-dim");
+  const std::vector<std::int64_t> seqs = parse_list(a.seq, "--seq");
+  for (const std::int64_t s : seqs) {
+    require(s > 0 && s % 64 == 0, "--seq " + num(s) +
+                                      " is not a positive multiple of 64 (every sequence length must be a whole number of "
+                                      "64-row query/key blocks)");
+    require(s > a.tokens || a.tokens % s == 0,
+            "--tokens " + num(a.tokens) + " is not divisible by --seq " + num(s) +
+                " (each shape runs b = tokens / seq sequences of seq tokens; a seq above --tokens runs one sequence)");
+  }
+  for (const std::int64_t d : dims) {
+    if (p.kernel == 2)
+      require(d == 64 || d == 128, "--head-dim " + num(d) + ": kernel v2 needs head dim 64 or 128");
+    else  // v1's upper limit is the kernel's own rule (check_supported, called next by main.cpp)
+      require(d >= 1, "--head-dim " + num(d) + " must be positive");
+    if (!p.heads_given)
+      require(a.hidden % d == 0, "--hidden " + num(a.hidden) + " is not divisible by --head-dim " + num(d) +
+                                     " (heads = hidden / head dim; or give --heads)");
+    const std::int64_t h = p.heads_given ? a.heads : a.hidden / d;
+    const std::int64_t hk = a.kv_heads > 0 ? a.kv_heads : h;
+    require(hk <= h && h % hk == 0, "heads " + num(h) + " (head dim " + num(d) + ") is not a multiple of --kv-heads " +
+                                         num(hk) + " (GQA: every KV head serves heads / kv-heads query heads)");
+  }
+
+  std::vector<bool> causal;
+  if (a.causal != "yes") causal.push_back(false);
+  if (a.causal != "no") causal.push_back(true);
+  for (const std::int64_t d : dims)
+    for (const bool c : causal)
+      for (const std::int64_t s : seqs) {
+        Shape x;
+        x.b = s > a.tokens ? 1 : a.tokens / s;
+        x.s = s;
+        x.d = d;
+        x.h = p.heads_given ? a.heads : a.hidden / d;
+        x.hk = a.kv_heads > 0 ? a.kv_heads : x.h;
+        x.causal = c;
+        p.shapes.push_back(x);
+      }
+
+  p.baseline_cmd = a.no_baseline ? "" : (a.baseline.empty() ? default_baseline_command() : a.baseline);
+  p.json_path = a.json_path;
+  if (!p.json_path.empty()) {  // refuse an unwritable path now, not after minutes of benchmarking
+    std::ofstream probe(p.json_path, std::ios::app);
+    require(static_cast<bool>(probe), "--json " + p.json_path + ": cannot open the file for writing");
+  }
+  return p;
+}
+
+double attention_flops(const Shape& x, Pass p) {
+  double f = 4.0 * static_cast<double>(x.b) * static_cast<double>(x.h) * static_cast<double>(x.s) *
+             static_cast<double>(x.s) * static_cast<double>(x.d);
+  if (x.causal) f /= 2.0;
+  return p == Pass::fwd ? f : 2.5 * f;
+}
+
+std::vector<std::int64_t> sample_rows(std::int64_t s) {
+  std::vector<std::int64_t> rows;
+  for (std::int64_t i = 0; i < kSampleRows; ++i) rows.push_back(i * (s - 1) / (kSampleRows - 1));
+  return rows;
+}
+
+double tolerance(DType t) {
+  if (t == DType::bf16) return kToleranceBf16;
+  if (t == DType::f16) return kToleranceFp16;
+  return 1e-4;  // f32 (not offered by the command line; v1 could run it)
+}
+
+}  // namespace cplab::bench

@@ -1,0 +1,94 @@
+// main.cpp: `cplab-bench`, benchmarks of cplab's CUDA kernels that print a table (in the style of
+// nccl-tests and llm.c). One benchmark so far: `cplab-bench attention`.
+//
+// What it is: argument parsing (CLI11), the order "check every argument, then look for a GPU, then
+// run", and the exit statuses: 0 every row PASS; 1 a check FAILed or a run error; 2 bad input,
+// with a message naming the rule (decided before any CUDA call, so also on CPU-only machines);
+// 77 no usable CUDA device ("cplab-bench: skipped: no CUDA device (<reason>)"; ctest: Skipped).
+// What it is not: a timed test (ctest only runs it tiny), or the benchmark (attention_bench.cpp).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "attention.h"  // cuda/: check_supported
+#include "attention_bench.h"
+#include "attention_config.h"
+#include "device.h"  // cuda/
+#include "error.h"
+
+namespace {
+
+void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
+  cmd.add_option("--dtype", a.dtype, "input dtype: bf16 | fp16")->capture_default_str();
+  cmd.add_option("--head-dim", a.head_dim, "head dims, comma-separated (kernel v2: 64 and/or 128; v1: up to 128)")->capture_default_str();
+  cmd.add_option("--seq", a.seq, "sequence lengths, comma-separated, each a multiple of 64")->capture_default_str();
+  cmd.add_option("--causal", a.causal, "both | yes | no")->capture_default_str();
+  cmd.add_option("--kernel", a.kernel, "v2 (mma.sync) | v1 (scalar)")->capture_default_str();
+  cmd.add_option("--pass", a.pass, "fwd | bwd | both")->capture_default_str();
+  cmd.add_option("--tokens", a.tokens, "tokens per shape: b = tokens / seq sequences (1 if seq > tokens)")
+      ->capture_default_str();
+  cmd.add_option("--hidden", a.hidden, "h * d: query heads = hidden / head dim (unless --heads)")->capture_default_str();
+  cmd.add_option("--heads", a.heads, "query heads for every head dim (overrides --hidden)");
+  cmd.add_option("--kv-heads", a.kv_heads, "KV heads (GQA; default: = heads)");
+  cmd.add_option("--warmup", a.warmup, "untimed iterations before timing")->capture_default_str();
+  cmd.add_option("--iters", a.iters, "timed iterations")->capture_default_str();
+  CLI::Option* base = cmd.add_option("--baseline", a.baseline,
+                                     "baseline command, one quoted string (default: python3 <source>/bench/sdpa_baseline.py)");
+  CLI::Option* none = cmd.add_flag("--no-baseline", a.no_baseline, "skip the PyTorch SDPA baseline");
+  base->excludes(none);
+  cmd.add_option("--json", a.json_path, "also write every row as JSON to this file");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "cplab-bench: benchmarks of cplab's CUDA kernels; each prints a table and checks its results.\n"
+      "Exit status: 0 all PASS, 1 a FAIL or run error, 2 bad input, 77 no CUDA device (skipped).\n"
+      "Example:\n"
+      "  cplab-bench attention --head-dim 128 --seq 4096,16384 --causal no --json out.json\n"};
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+  cplab::bench::AttentionArgs args;
+  CLI::App* attention = app.add_subcommand(
+      "attention",
+      "cplab's attention kernels vs PyTorch SDPA (flash, cuDNN) in the FA2/FA3 setup: tokens = b*s = 16K, "
+      "hidden = h*d = 2048, d = 64 and 128, s = 1K..32K, causal and not; ms, TFLOP/s, errors vs the CPU reference");
+  add_attention_options(*attention, args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help (rc 0) or CLI11's message naming the option
+    return rc == 0 ? 0 : 2;
+  }
+
+  try {
+    const cplab::bench::AttentionPlan plan = cplab::bench::make_plan(args);
+    for (const cplab::bench::Shape& x : plan.shapes) {  // the kernels' own rules, still no CUDA call
+      cplab::cuda::AttnDims dims;
+      dims.sq = dims.sk = x.s;
+      dims.h = x.h;
+      dims.hk = x.hk;
+      dims.d = dims.dv = x.d;
+      cplab::cuda::check_supported(plan.kernel == 2 ? cplab::cuda::Kernel::v2 : cplab::cuda::Kernel::v1, plan.dtype,
+                                   dims);
+    }
+    const std::string reason = cplab::cuda::device_unusable_reason();
+    if (!reason.empty()) {
+      std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
+      return 77;
+    }
+    return cplab::bench::run_attention(plan);
+  } catch (const cplab::Error& e) {
+    std::cerr << "cplab-bench: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "cplab-bench: error: out of host memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "cplab-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+}
