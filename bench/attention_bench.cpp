@@ -1,6 +1,7 @@
 // attention_bench.cpp: run_attention (attention_bench.h).
 //
-// What it is: the order of the steps and the PASS / FAIL rule (max error <= tolerance(dtype)).
+// What it is: the order of the steps and the PASS / FAIL rules (max error <= tolerance(dtype);
+// on the yardstick rows also our error <= kSdpaErrorRatio x SDPA's, when measured).
 // What it is not: timing, checking or formatting (attention_run, attention_check, report).
 #include "attention_bench.h"
 
@@ -13,6 +14,7 @@
 #include "baseline.h"
 #include "device.h"  // cuda/
 #include "report.h"
+#include "sdpa_error.h"
 
 namespace cplab::bench {
 
@@ -24,7 +26,15 @@ int run_attention(const AttentionPlan& plan) {
     std::fflush(stdout);
     baseline = run_baseline(plan);
   }
-  print_header(plan, baseline, gpu);
+  // the yardstick's SDPA runs next, also before our kernels touch the GPU (its files are removed
+  // when `sdpa` goes, unless --keep-io)
+  SdpaErrorRun sdpa;
+  if (!plan.sdpa_error_cmd.empty()) {
+    std::printf("measuring SDPA's error on the yardstick shapes first: %s ...\n", plan.sdpa_error_cmd.c_str());
+    std::fflush(stdout);
+    sdpa = run_sdpa_error(plan);
+  }
+  print_header(plan, baseline, sdpa, gpu);
 
   std::vector<Row> rows;
   for (const Shape& x : plan.shapes) {
@@ -47,13 +57,14 @@ int run_attention(const AttentionPlan& plan) {
       r.error = error;
       if (r.error.empty()) {
         r.ms = p == Pass::fwd ? times.fwd_ms : times.bwd_ms;
-        try {
-          r.check = p == Pass::fwd ? check_forward(plan, x, samples) : check_backward(plan, x, samples);
+        try {  // ours and, on a yardstick shape, SDPA's outputs against one reference
+          r.check = check_with_yardstick(plan, x, p, samples, sdpa, r.yard);
           r.passed = r.check.max_error() <= r.tolerance;
         } catch (const std::exception& e) {
           r.error = std::string("reference check: ") + e.what();
         }
       }
+      if (!r.error.empty() && sdpa.find(x) != nullptr) r.yard = yardstick_not_measured("our run failed: " + r.error);
       r.flash = baseline.find("flash", p, x);
       r.cudnn = baseline.find("cudnn", p, x);
       print_row(r);
@@ -61,12 +72,13 @@ int run_attention(const AttentionPlan& plan) {
     }
   }
   print_footer(rows);
+  print_yardstick(sdpa, rows);
   if (!plan.json_path.empty()) {
-    write_json(plan, baseline, gpu, rows);
+    write_json(plan, baseline, sdpa, gpu, rows);
     std::printf("wrote %s\n", plan.json_path.c_str());
   }
   for (const Row& r : rows)
-    if (!r.passed) return 1;
+    if (!r.passed || r.yard.status == "FAIL") return 1;
   return 0;
 }
 

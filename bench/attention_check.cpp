@@ -17,6 +17,8 @@ namespace cplab::bench {
 
 namespace {
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // tokens `tokens` of sequence 0, heads [h0, h0 + count) of input t, which has `heads` heads of dim d
 Tensor3<double> gather(Input t, const std::vector<std::int64_t>& tokens, std::int64_t heads, std::int64_t h0,
                        std::int64_t count, std::int64_t d, DType dtype) {
@@ -94,19 +96,30 @@ std::string CheckResult::worst() const {
   return w;
 }
 
-CheckResult check_forward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu) {
-  const RowReference ref = row_reference(plan, x, gpu.rows);
-  CheckResult c;
-  c.checked = std::to_string(gpu.rows.size()) + " rows";
-  c.errors.emplace_back("O", rel_error(gpu.o, ref.o.data.data(), ref.o.data.size()));
-  c.errors.emplace_back("LSE", rel_error(gpu.lse, ref.lse.data(), static_cast<std::size_t>(ref.lse.size())));
-  return c;
+std::vector<CheckResult> check_forward(const AttentionPlan& plan, const Shape& x,
+                                       const std::vector<const GpuSamples*>& outs) {
+  std::vector<CheckResult> results;
+  if (outs.empty()) return results;
+  const RowReference ref = row_reference(plan, x, outs.front()->rows);
+  for (const GpuSamples* gpu : outs) {
+    CheckResult c;
+    c.checked = std::to_string(gpu->rows.size()) + " rows";
+    const bool same = gpu->rows == outs.front()->rows;  // else the sizes below cannot match: infinite error
+    c.errors.emplace_back("O", same ? rel_error(gpu->o, ref.o.data.data(), ref.o.data.size()) : kInf);
+    if (gpu->has_lse)
+      c.errors.emplace_back("LSE", same ? rel_error(gpu->lse, ref.lse.data(), static_cast<std::size_t>(ref.lse.size()))
+                                        : kInf);
+    results.push_back(std::move(c));
+  }
+  return results;
 }
 
-CheckResult check_backward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu) {
-  CheckResult c;
+std::vector<CheckResult> check_backward(const AttentionPlan& plan, const Shape& x,
+                                        const std::vector<const GpuSamples*>& outs) {
+  std::vector<CheckResult> results;
+  if (outs.empty()) return results;
   const double scale = default_scale(x.d);
-  if (gpu.full) {  // dense reference on sequence 0's query heads [0, g) and KV head 0
+  if (outs.front()->full) {  // dense reference on sequence 0's query heads [0, g) and KV head 0
     const std::int64_t g = x.h / x.hk;
     const std::vector<std::int64_t> rows = all_rows(x.s);
     const Tensor3<double> q = gather(Input::q, rows, x.h, 0, g, x.d, plan.dtype);
@@ -116,22 +129,39 @@ CheckResult check_backward(const AttentionPlan& plan, const Shape& x, const GpuS
     const Mask mask = x.causal ? Mask::causal(0) : Mask::none();
     const AttnOut<double> fwd = dense_forward<double>(q, k, v, mask, scale);
     const AttnGrads<double> ref = dense_backward<double>(q, k, v, fwd, dout, mask, scale);
-    c.checked = g == 1 ? "full head" : "full heads 0-" + std::to_string(g - 1);
-    c.errors.emplace_back("dQ", rel_error(gpu.dq, ref.dq.data.data(), ref.dq.data.size()));
-    c.errors.emplace_back("dK", rel_error(gpu.dk, ref.dk.data.data(), ref.dk.data.size()));
-    c.errors.emplace_back("dV", rel_error(gpu.dv, ref.dv.data.data(), ref.dv.data.size()));
-    return c;
+    for (const GpuSamples* gpu : outs) {
+      CheckResult c;
+      c.checked = g == 1 ? "full head" : "full heads 0-" + std::to_string(g - 1);
+      c.errors.emplace_back("dQ", rel_error(gpu->dq, ref.dq.data.data(), ref.dq.data.size()));
+      c.errors.emplace_back("dK", rel_error(gpu->dk, ref.dk.data.data(), ref.dk.data.size()));
+      c.errors.emplace_back("dV", rel_error(gpu->dv, ref.dv.data.data(), ref.dv.data.size()));
+      results.push_back(std::move(c));
+    }
+    return results;
   }
   // dQ of a row needs only that row (its O, LSE, dO and its visible keys): exact on the sample
-  const RowReference ref = row_reference(plan, x, gpu.rows);
-  const Tensor3<double> dout = gather(Input::dout, gpu.rows, x.h, 0, 1, x.d, plan.dtype);
+  const RowReference ref = row_reference(plan, x, outs.front()->rows);
+  const Tensor3<double> dout = gather(Input::dout, outs.front()->rows, x.h, 0, 1, x.d, plan.dtype);
   const Rows<double> delta = softmax_delta<double>(ref.o.view(), dout.view());
   Tensor3<double> dq(ref.q.n, 1, x.d), dk_part(x.s, 1, x.d), dv_part(x.s, 1, x.d);  // dK, dV: partial sums, unused
   attention_backward<double>(ref.q.view(), ref.k.view(), ref.v.view(), dout.view(), rows_view(ref.lse),
                              rows_view(delta), ref.mask, scale, dq.view(), dk_part.view(), dv_part.view());
-  c.checked = "dQ " + std::to_string(gpu.rows.size()) + " rows";
-  c.errors.emplace_back("dQ", rel_error(gpu.dq_rows, dq.data.data(), dq.data.size()));
-  return c;
+  for (const GpuSamples* gpu : outs) {
+    CheckResult c;
+    c.checked = "dQ " + std::to_string(gpu->rows.size()) + " rows";
+    const bool same = gpu->rows == outs.front()->rows;
+    c.errors.emplace_back("dQ", same ? rel_error(gpu->dq_rows, dq.data.data(), dq.data.size()) : kInf);
+    results.push_back(std::move(c));
+  }
+  return results;
+}
+
+CheckResult check_forward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu) {
+  return check_forward(plan, x, std::vector<const GpuSamples*>{&gpu}).front();
+}
+
+CheckResult check_backward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu) {
+  return check_backward(plan, x, std::vector<const GpuSamples*>{&gpu}).front();
 }
 
 }  // namespace cplab::bench

@@ -5,7 +5,8 @@
 // rows), each giving error = max |gpu - ref| / max |ref| per tensor. The reference is
 // reference/attention_kernel.h on the inputs rebuilt from inputs.h: the sampled query rows alone
 // with a Mask::ranges giving each its causal key range, or dense attention on whole heads.
-// A non-finite GPU value makes the error infinite.
+// A non-finite GPU value makes the error infinite. Several outputs of the same inputs (ours and
+// SDPA's, for the yardstick) can be compared against one reference computed once.
 // What it is not: the PASS / FAIL rule (attention_config.h tolerance, applied by the caller).
 #pragma once
 
@@ -27,5 +28,13 @@ struct CheckResult {
 
 CheckResult check_forward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu);
 CheckResult check_backward(const AttentionPlan& plan, const Shape& x, const GpuSamples& gpu);
+
+// The same for several outputs of the same inputs (ours, then SDPA's for the yardstick) against ONE
+// reference, computed once: result i is outs[i]'s. A sample without LSE (has_lse false) has no
+// "LSE" entry. The backward compares whole heads or the sampled rows as outs[0].full says.
+std::vector<CheckResult> check_forward(const AttentionPlan& plan, const Shape& x,
+                                       const std::vector<const GpuSamples*>& outs);
+std::vector<CheckResult> check_backward(const AttentionPlan& plan, const Shape& x,
+                                        const std::vector<const GpuSamples*>& outs);
 
 }  // namespace cplab::bench

@@ -5,8 +5,11 @@
 // What it is not: the kernels' own rules (cuda/attention.h check_supported), which main.cpp adds.
 #include "attention_config.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "error.h"
 
@@ -43,6 +46,10 @@ const char* to_string(Pass p) { return p == Pass::fwd ? "fwd" : "bwd"; }
 
 std::string default_baseline_command() {
   return std::string("python3 '") + CPLAB_BENCH_DIR + "/sdpa_baseline.py'";
+}
+
+std::string default_sdpa_error_command() {
+  return std::string("python3 '") + CPLAB_BENCH_DIR + "/sdpa_error.py'";
 }
 
 AttentionPlan make_plan(const AttentionArgs& a) {
@@ -111,6 +118,17 @@ AttentionPlan make_plan(const AttentionArgs& a) {
       }
 
   p.baseline_cmd = a.no_baseline ? "" : (a.baseline.empty() ? default_baseline_command() : a.baseline);
+  p.sdpa_error_cmd = a.no_sdpa_error ? "" : (a.sdpa_error.empty() ? default_sdpa_error_command() : a.sdpa_error);
+  require(a.keep_io.empty() || !p.sdpa_error_cmd.empty(),
+          "--keep-io needs the SDPA error yardstick (not --no-sdpa-error)");
+  p.keep_io = a.keep_io;
+  if (!p.keep_io.empty()) {  // refuse a path that cannot hold the files now, not after the baseline ran
+    std::error_code ec;
+    std::filesystem::create_directories(p.keep_io, ec);
+    require(std::filesystem::is_directory(p.keep_io, ec),
+            "--keep-io " + p.keep_io + ": is not a directory and cannot be created as one" +
+                (ec ? " (" + ec.message() + ")" : std::string()));
+  }
   p.json_path = a.json_path;
   if (!p.json_path.empty()) {  // refuse an unwritable path now, not after minutes of benchmarking
     std::ofstream probe(p.json_path, std::ios::app);
@@ -130,6 +148,16 @@ std::vector<std::int64_t> sample_rows(std::int64_t s) {
   std::vector<std::int64_t> rows;
   for (std::int64_t i = 0; i < kSampleRows; ++i) rows.push_back(i * (s - 1) / (kSampleRows - 1));
   return rows;
+}
+
+bool is_yardstick_shape(const AttentionPlan& plan, const Shape& x) {
+  std::int64_t smallest = 0, smallest_above = 0;  // over the plan's s at this (d, causal); 0 = none
+  for (const Shape& y : plan.shapes) {
+    if (y.d != x.d || y.causal != x.causal) continue;
+    smallest = smallest == 0 ? y.s : std::min(smallest, y.s);
+    if (y.s >= kYardstickMinSeq) smallest_above = smallest_above == 0 ? y.s : std::min(smallest_above, y.s);
+  }
+  return x.s == kYardstickSeq || x.s == (smallest_above != 0 ? smallest_above : smallest);
 }
 
 double tolerance(DType t) {

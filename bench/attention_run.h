@@ -19,10 +19,12 @@
 
 namespace cplab::bench {
 
-// What the checked run produced on the GPU, as doubles (sequence 0 only).
+// What the checked run produced on the GPU, as doubles (sequence 0 only). Also filled from
+// SDPA's output files for the yardstick (sdpa_error.h), which have no LSE (has_lse false).
 struct GpuSamples {
   std::vector<std::int64_t> rows;  // sample_rows(s): the sampled query rows
   std::vector<double> o;           // (rows, d): O of head 0 at the sampled rows
+  bool has_lse = true;             // false: no LSE to compare (lse empty)
   std::vector<double> lse;         // (rows): LSE of head 0 at the sampled rows
   std::vector<double> dq_rows;     // (rows, d): dQ of head 0 at the sampled rows (bwd)
   bool full = false;               // bwd and s <= kFullBackwardMaxSeq: the three below are filled

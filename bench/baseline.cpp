@@ -2,7 +2,7 @@
 //
 // What it is: the command line handed to the baseline, the reading of its output (stderr is merged
 // into stdout: lines that are not JSON objects are kept only to explain a failure) and the exit
-// status. Nothing here throws.
+// status (run_json_child, which the yardstick's sdpa_error.py child shares). Nothing here throws.
 // What it is not: the baseline itself (sdpa_baseline.py).
 #include "baseline.h"
 
@@ -80,14 +80,13 @@ std::optional<BaselineEntry> Baseline::find(const std::string& backend, Pass p, 
   return it->second;
 }
 
-Baseline run_baseline(const AttentionPlan& plan) {
-  Baseline out;
-  out.command = plan.baseline_cmd + arguments(plan);
+ChildRun run_json_child(const std::string& command, const std::function<bool(const nlohmann::json&)>& take) {
+  ChildRun run;
   std::fflush(nullptr);  // the child shares our stdout's terminal only through the pipe, but be tidy
-  std::FILE* pipe = popen((out.command + " 2>&1").c_str(), "r");
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
-    out.error = std::string("could not start it: ") + std::strerror(errno);
-    return out;
+    run.failure = std::string("could not start it: ") + std::strerror(errno);
+    return run;
   }
   std::deque<std::string> other;  // the last lines that were not JSON results: the reason, if it fails
   std::string line;
@@ -95,7 +94,7 @@ Baseline run_baseline(const AttentionPlan& plan) {
     bool used = false;
     if (!line.empty() && line.front() == '{') {
       try {
-        used = take(nlohmann::json::parse(line), out);
+        used = take(nlohmann::json::parse(line));
       } catch (const std::exception&) {
         used = false;
       }
@@ -106,18 +105,31 @@ Baseline run_baseline(const AttentionPlan& plan) {
     }
   }
   const int status = pclose(pipe);
-  std::string tail;
-  for (const std::string& l : other) tail += (tail.empty() ? "" : " | ") + l;
-  if (status == -1) {
-    if (out.error.empty()) out.error = std::string("could not wait for it: ") + std::strerror(errno);
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    if (out.error.empty())
-      out.error = "exited with status " + std::to_string(WEXITSTATUS(status)) + (tail.empty() ? "" : ": " + tail);
-  } else if (WIFSIGNALED(status)) {
-    out.error = "killed by signal " + std::to_string(WTERMSIG(status)) + (tail.empty() ? "" : ": " + tail);
-  }
+  for (const std::string& l : other) run.tail += (run.tail.empty() ? "" : " | ") + l;
+  const std::string tail = run.tail.empty() ? std::string() : ": " + run.tail;
+  if (status == -1)
+    run.failure = std::string("could not wait for it: ") + std::strerror(errno);
+  else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    run.failure = "exited with status " + std::to_string(WEXITSTATUS(status)) + tail;
+  else if (WIFSIGNALED(status))
+    run.failure = "killed by signal " + std::to_string(WTERMSIG(status)) + tail;
+  return run;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string q = "'";
+  for (const char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Baseline run_baseline(const AttentionPlan& plan) {
+  Baseline out;
+  out.command = plan.baseline_cmd + arguments(plan);
+  const ChildRun run = run_json_child(out.command, [&](const nlohmann::json& j) { return take(j, out); });
+  // the child's own {"error": ...} line says it best; a signal overrides it (the child did not finish)
+  if (!run.failure.empty() && (out.error.empty() || run.failure.rfind("killed", 0) == 0)) out.error = run.failure;
   if (out.error.empty() && out.entries.empty())
-    out.error = "printed no results" + (tail.empty() ? std::string() : ": " + tail);
+    out.error = "printed no results" + (run.tail.empty() ? std::string() : ": " + run.tail);
   return out;
 }
 

@@ -10,7 +10,9 @@
 // (the caller recomputes TFLOP/s from the child's ms with attention_flops, so both sides share one formula).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 
@@ -33,5 +35,16 @@ struct Baseline {
 };
 
 Baseline run_baseline(const AttentionPlan& plan);
+
+// The child-process part, shared with the yardstick's sdpa_error.py (sdpa_error.h): runs `command`
+// through popen (stderr merged into stdout) and hands every line that parses as a JSON object to
+// `take` (true: one of the documented objects). failure: "" or why the child failed (could not be
+// started, exit status != 0, killed) with its last other lines; tail: those lines. Never throws.
+struct ChildRun {
+  std::string failure, tail;
+};
+ChildRun run_json_child(const std::string& command, const std::function<bool(const nlohmann::json&)>& take);
+// text quoted for a POSIX shell ('...'), for paths handed to a child command
+std::string shell_quote(const std::string& text);
 
 }  // namespace cplab::bench

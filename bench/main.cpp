@@ -38,6 +38,13 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
                                      "baseline command, one quoted string (default: python3 <source>/bench/sdpa_baseline.py)");
   CLI::Option* none = cmd.add_flag("--no-baseline", a.no_baseline, "skip the PyTorch SDPA baseline");
   base->excludes(none);
+  CLI::Option* yard = cmd.add_option("--sdpa-error", a.sdpa_error,
+                                     "accuracy yardstick command, one quoted string (default: python3 "
+                                     "<source>/bench/sdpa_error.py)");
+  CLI::Option* no_yard = cmd.add_flag("--no-sdpa-error", a.no_sdpa_error,
+                                      "skip the yardstick (SDPA's own error against the same reference)");
+  yard->excludes(no_yard);
+  cmd.add_option("--keep-io", a.keep_io, "keep the yardstick's .npy inputs and SDPA outputs in this directory");
   cmd.add_option("--json", a.json_path, "also write every row as JSON to this file");
 }
 

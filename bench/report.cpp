@@ -30,6 +30,23 @@ const char* const kTiming =
     "fwd = attention_forward; bwd = softmax_delta + attention_backward (fp32 dQ/dK/dV zeroed once, "
     "outside the timing)";
 
+std::string yardstick_text() {
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "the issue's rule: our error <= %.1fx PyTorch SDPA's, per tensor, SDPA's outputs on the same inputs "
+                "(sequence 0) checked on the same rows against the same reference; SDPA = min over its flash and "
+                "cuDNN backends that ran; no LSE (not in SDPA's API); shapes: per (d, causal) the smallest s >= %lld "
+                "(else the smallest s) and s = %lld",
+                kSdpaErrorRatio, static_cast<long long>(kYardstickMinSeq), static_cast<long long>(kYardstickSeq));
+  return b;
+}
+
+std::string err_cell(double e) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2e", e);
+  return b;
+}
+
 double tflops(const Shape& x, Pass p, double ms) {
   return ms > 0.0 ? attention_flops(x, p) / (ms * 1e-3) / 1e12 : 0.0;
 }
@@ -70,11 +87,33 @@ nlohmann::json entry_json(const std::optional<BaselineEntry>& e, const Shape& x,
   return j;
 }
 
+// null on a row that is not a yardstick row; infinite errors / ratios are written as null (JSON has no inf)
+nlohmann::json yardstick_json(const Yardstick& y) {
+  if (!y.selected) return nullptr;
+  nlohmann::json j = {{"status", y.status}};
+  if (!y.reason.empty()) j["reason"] = y.reason;
+  nlohmann::json tensors = nlohmann::json::object();
+  for (const TensorYardstick& t : y.tensors) {
+    nlohmann::json e = {{"ours", t.ours}, {"status", t.status}};
+    for (const std::string& b : kSdpaBackends) e[b] = nullptr;
+    for (const auto& [backend, err] : t.sdpa) e[backend] = err;
+    e["ratio"] = t.status == "not measured" ? nlohmann::json(nullptr) : nlohmann::json(t.ratio);
+    if (!t.note.empty()) e["note"] = t.note;
+    tensors[t.name] = e;
+  }
+  j["tensors"] = tensors;
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& [backend, why] : y.backend_errors) errors[backend] = why;
+  j["backend_errors"] = errors;
+  return j;
+}
+
 }  // namespace
 
 std::string commit_id() { return CPLAB_BENCH_COMMIT; }
 
-void print_header(const AttentionPlan& plan, const Baseline& baseline, const std::string& gpu) {
+void print_header(const AttentionPlan& plan, const Baseline& baseline, const SdpaErrorRun& sdpa,
+                  const std::string& gpu) {
   std::printf("cplab-bench attention: kernel %s, %s, causal %s, pass %s, warmup %d, iters %d, tokens %lld\n",
               kernel_name(plan.kernel), to_string(plan.dtype).c_str(), plan.causal.c_str(),
               plan.fwd && plan.bwd ? "fwd+bwd" : (plan.fwd ? "fwd" : "bwd"), plan.warmup, plan.iters,
@@ -95,6 +134,16 @@ void print_header(const AttentionPlan& plan, const Baseline& baseline, const std
     else
       std::printf("            flash TF / cudnn TF: SDPA's FLASH_ATTENTION / CUDNN_ATTENTION backend, TFLOP/s by the "
                   "formula above; ours/X = X ms / our ms (> 1: ours faster)\n");
+  }
+  if (sdpa.command.empty()) {
+    std::printf("  yardstick none (--no-sdpa-error)\n");
+  } else {
+    std::printf("  yardstick %s on %zu shapes, files in %s (%s)\n", plan.sdpa_error_cmd.c_str(), sdpa.cases.size(),
+                sdpa.dir.empty() ? "-" : sdpa.dir.c_str(), sdpa.kept ? "kept, --keep-io" : "removed at the end");
+    std::printf("            %s\n", yardstick_text().c_str());
+    if (!sdpa.info.empty()) std::printf("            %s\n", sdpa.info.c_str());
+    if (!sdpa.error.empty())
+      std::printf("            yardstick NOT MEASURED (not a failure of our kernels): %s\n", sdpa.error.c_str());
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -133,7 +182,53 @@ void print_footer(const std::vector<Row>& rows) {
   std::fflush(stdout);
 }
 
-void write_json(const AttentionPlan& plan, const Baseline& baseline, const std::string& gpu,
+void print_yardstick(const SdpaErrorRun& sdpa, const std::vector<Row>& rows) {
+  if (sdpa.command.empty()) return;
+  if (!sdpa.error.empty()) {  // one reason for every row: no table
+    std::printf("\nyardstick not measured (not a failure of our kernels): %s\n", sdpa.error.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::size_t measured = 0, failed = 0;
+  std::printf("\nSDPA error yardstick (the rule: see the header): ratio = our error / min of SDPA's flash and cuDNN "
+              "errors that were measured; PASS if <= %.1f\n", kSdpaErrorRatio);
+  std::printf("%-4s %4s %6s %-6s %4s %4s %-6s %9s %9s %9s %7s %s\n", "pass", "d", "s", "causal", "h", "hk", "tensor",
+              "ours err", "flash err", "cudnn err", "ratio", "yardstick");
+  for (const Row& r : rows) {
+    if (!r.yard.selected) continue;
+    const Shape& x = r.shape;
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "%-4s %4lld %6lld %-6s %4lld %4lld", to_string(r.pass),
+                  static_cast<long long>(x.d), static_cast<long long>(x.s), x.causal ? "yes" : "no",
+                  static_cast<long long>(x.h), static_cast<long long>(x.hk));
+    if (r.yard.status == "not measured" && r.yard.tensors.empty()) {
+      std::printf("%s %-6s %9s %9s %9s %7s not measured: %s\n", shape, "-", "-", "-", "-", "-", r.yard.reason.c_str());
+      continue;
+    }
+    measured += r.yard.status != "not measured" ? 1 : 0;
+    failed += r.yard.status == "FAIL" ? 1 : 0;
+    for (const TensorYardstick& t : r.yard.tensors) {
+      std::string cells[2] = {"-", "-"};
+      for (const auto& [backend, e] : t.sdpa) cells[backend == "flash" ? 0 : 1] = err_cell(e);
+      char ratio[32] = "-";
+      if (t.status != "not measured") std::snprintf(ratio, sizeof ratio, "%.2f", t.ratio);
+      std::printf("%s %-6s %9s %9s %9s %7s %s%s\n", shape, t.name.c_str(), err_cell(t.ours).c_str(), cells[0].c_str(),
+                  cells[1].c_str(), ratio, t.status.c_str(), t.note.empty() ? "" : (": " + t.note).c_str());
+    }
+    for (const auto& [backend, why] : r.yard.backend_errors)
+      std::printf("%s        %s did not run: %s\n", shape, backend.c_str(), why.c_str());
+  }
+  if (measured == 0)
+    std::printf("\nyardstick not measured on any row (not a failure of our kernels; reasons above)\n");
+  else if (failed == 0)
+    std::printf("\nyardstick: %zu rows measured, all PASS (our error <= %.1fx SDPA's)\n", measured, kSdpaErrorRatio);
+  else
+    std::printf("\nyardstick: %zu rows measured, %zu FAILED (our error above %.1fx SDPA's)\n", measured, failed,
+                kSdpaErrorRatio);
+  std::fflush(stdout);
+}
+
+void write_json(const AttentionPlan& plan, const Baseline& baseline, const SdpaErrorRun& sdpa, const std::string& gpu,
                 const std::vector<Row>& rows) {
   nlohmann::json out;
   out["benchmark"] = "attention";
@@ -150,6 +245,12 @@ void write_json(const AttentionPlan& plan, const Baseline& baseline, const std::
   out["check"] = check_text(plan.dtype);
   out["tolerance"] = tolerance(plan.dtype);
   out["baseline"] = {{"command", baseline.command}, {"error", baseline.error}, {"info", baseline.info}};
+  out["sdpa_error"] = {{"command", sdpa.command},
+                       {"error", sdpa.error},
+                       {"info", sdpa.info},
+                       {"dir", sdpa.kept ? sdpa.dir : ""},  // the kept files; "" = removed
+                       {"ratio_limit", kSdpaErrorRatio},
+                       {"rule", yardstick_text()}};
   out["rows"] = nlohmann::json::array();
   for (const Row& r : rows) {
     const Shape& x = r.shape;
@@ -169,6 +270,7 @@ void write_json(const AttentionPlan& plan, const Baseline& baseline, const std::
     }
     j["sdpa_flash"] = entry_json(r.flash, x, r.pass, r.error.empty() ? r.ms : 0.0);
     j["sdpa_cudnn"] = entry_json(r.cudnn, x, r.pass, r.error.empty() ? r.ms : 0.0);
+    j["sdpa_error"] = yardstick_json(r.yard);
     out["rows"].push_back(j);
   }
   std::ofstream f(plan.json_path);
