@@ -2,13 +2,15 @@
 # install-deps.sh: install what cplab needs to build and test on Debian 12, as root. Idempotent:
 # packages already installed are left alone and apt is not touched at all when nothing is missing.
 # cplab-viz needs Dear ImGui, GLFW, OpenGL (Mesa's llvmpipe without a GPU) and stb; xvfb + xauth
-# give the headless render tests a virtual X server.
+# give the headless render tests a virtual X server. OpenMPI (libopenmpi-dev, openmpi-bin) is for
+# cuda/comm's one-process-per-GPU launch (`mpirun ... cplab-comm-check --backend mpi`).
 # CUDA is not installed here (it is optional: with nvcc on PATH the cuda/ parts are built too).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkgconf
       libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
       python3 python3-numpy
-      libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri libglx-mesa0 xvfb xauth)
+      libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri libglx-mesa0 xvfb xauth
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
