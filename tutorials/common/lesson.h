@@ -1,0 +1,49 @@
+// lesson.h: what every tutorial program shares: steps, pauses, and printing numbers a reader can
+// check.
+//
+// What it is: Lesson, built from main's arguments (--interactive: pause for Enter between steps;
+// --help), with step("title") printing "== Step N: title ==" (and, interactively, waiting for
+// Enter first, never hanging when stdin ends), and small printers (vectors, matrices, tables of
+// per-rank values) with fixed formats, so a lesson's README can quote the output and a test can
+// find its key lines. Every number a lesson prints comes from the library (reference/, viz scene
+// data); a lesson never carries its own copy of an algorithm.
+// What it is not: a test framework (tutorials/check_lesson.py checks the printed lines), or a UI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cplab::lesson {
+
+class Lesson {
+ public:
+  // parses --interactive / --help; title and summary are printed at the start
+  Lesson(int argc, char** argv, std::string title, std::string summary);
+  bool interactive() const { return interactive_; }
+  bool help_requested() const { return help_; }
+  // a new step: pauses first when interactive (after the first step), then prints its header
+  void step(const std::string& title);
+  // the closing lines: the cplab-viz command that shows the same thing, and cplab commands to try;
+  // each "command   (comment)": check_lesson.py runs every one of them, so they must work
+  void finish(const std::vector<std::string>& viz, const std::vector<std::string>& try_commands);
+
+ private:
+  bool interactive_ = false, help_ = false;
+  int steps_ = 0;
+};
+
+// "name = value" with a fixed number format (%.6g for doubles), the form tests look for
+std::string fmt(double x);
+void show(const std::string& name, double x);
+void show(const std::string& name, std::int64_t x);
+void show(const std::string& name, const std::string& text);
+// [a, b, c] with fmt()
+std::string list(const std::vector<double>& v);
+std::string list(const std::vector<std::int64_t>& v);
+// a rows x cols matrix, row-major, each entry fmt()'d right-aligned in `width` after a space
+void matrix(const std::string& name, const std::vector<double>& m, std::int64_t rows, std::int64_t cols, int width = 9);
+// a table: a header row and rows of cells, columns padded to their widest cell
+void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace cplab::lesson
