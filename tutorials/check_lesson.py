@@ -78,6 +78,17 @@ p = run(["--interactive"], "")
 if p.returncode != 0 or "== See it, try it ==" not in p.stdout:
     failures.append(f"--interactive with stdin closed: exit {p.returncode}, did not finish")
 
+# the lesson is listed, in order, in tutorials/README.md
+index = open(os.path.join(os.path.dirname(os.path.abspath(lesson_dir)), "README.md")).read()
+name = os.path.basename(os.path.abspath(lesson_dir))
+at = index.find(f"({name}/README.md)")
+if at < 0:
+    failures.append(f"tutorials/README.md does not list {name}")
+else:
+    earlier = [m.start() for m in re.finditer(r"\((\d\d)_[a-z0-9_]+/README\.md\)", index) if m.group(1) < name[:2]]
+    if any(e > at for e in earlier):
+        failures.append(f"tutorials/README.md lists {name} before an earlier lesson")
+
 import shlex
 for line in parts.get("end", "").splitlines()[1:]:
     cmd = shlex.split(line.split("   (")[0].strip())
