@@ -129,6 +129,11 @@ __global__ void fold_kernel(float* __restrict__ o_acc, const float* __restrict__
   for (std::int64_t e = 0; e < dv; ++e) O[e] += w * to_float(o_part[x * dv + e]);
 }
 
+__global__ void accumulate_kernel(float* __restrict__ y, const float* __restrict__ x, std::int64_t count) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < count) y[j] += x[j];
+}
+
 template <class T>
 __global__ void cast_kernel(const float* __restrict__ x, T* __restrict__ y, std::int64_t count) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -184,6 +189,13 @@ void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t d
                                                                          static_cast<const T*>(o_part), lse_part);
     check_launch("fold_correction");
   });
+}
+
+void accumulate_f32(float* y, const float* x, std::int64_t count, cudaStream_t stream) {
+  require(count >= 0, "accumulate_f32 needs count >= 0");
+  if (count == 0) return;
+  accumulate_kernel<<<blocks_for(count, kThreads), kThreads, 0, stream>>>(y, x, count);
+  check_launch("accumulate_f32");
 }
 
 void cast_from_f32(DType dtype, const float* x, void* y, std::int64_t count, cudaStream_t stream) {

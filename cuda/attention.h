@@ -91,6 +91,9 @@ void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t d
                      const float* lse_final, std::int64_t row0, std::int64_t m, const void* o_part,
                      const float* lse_part, cudaStream_t stream);
 
+// y (count) fp32 += x (count) fp32 (e.g. a ring step's dK/dV into the accumulator that arrived)
+void accumulate_f32(float* y, const float* x, std::int64_t count, cudaStream_t stream);
+
 // y (count) of `dtype` = x (count) fp32, rounded to nearest even (e.g. the merged O to bf16)
 void cast_from_f32(DType dtype, const float* x, void* y, std::int64_t count, cudaStream_t stream);
 
