@@ -1,0 +1,160 @@
+// 06_ring_backward: the ring's backward pass: what travels (KV, then the dK/dV accumulators), what
+// stays (Q, O, LSE, dO, dQ), step by step.
+//
+// What it is: lesson 6's program. One real run of the reference's ring (mode p2p, zigzag, causal,
+// forward + backward) through run_experiment on cp = 4 ranks, 32 tokens, 4 query heads, 2 KV heads,
+// head dim 4, double. The program reads the run's TRACE and prints, for every backward step and
+// rank, the KV block held, the tile computed and every message (name, bytes, what it carries);
+// follows one block's dK/dV accumulator around the ring to its owner; sums bytes and messages per
+// phase; and prints the gradient errors against dense attention (asserted below 1e-12).
+// What it is not: a ring: the schedule, messages, FLOPs and gradients are the reference's
+// (ring_p2p.h, ring_schedule.h, trace.h); the lesson only reads events and names what they carry
+// with ring_schedule.h's own functions.
+#include <cstdio>
+#include <string>
+
+#include "experiment.h"
+#include "lesson.h"
+#include "ring_schedule.h"
+
+using namespace cplab;
+using namespace cplab::lesson;
+
+namespace {
+
+std::string I(std::int64_t x) { return std::to_string(x); }
+std::string spans_text(const std::vector<Span>& spans) {
+  std::string s;
+  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
+  return s;
+}
+const Event* find(const Trace& t, EventKind kind, Phase phase, int step, int rank) {
+  for (const Event& e : t.events())
+    if (e.kind == kind && e.phase == phase && e.step == step && e.rank == rank) return &e;
+  return nullptr;
+}
+std::string yes(bool b) { return b ? "yes" : "no"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Lesson L(argc, argv, "Lesson 6: backward through the ring: what travels and when",
+           "Q, O, LSE, dO and dQ stay on their rank; KV goes round again, and dK/dV ride along with it.");
+  RunSpec s;
+  s.mode = "p2p", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
+  s.cp = 4, s.seq = 32, s.heads = 4, s.kv_heads = 2, s.head_dim = 4;  // double
+  const index_t P = s.cp, n = s.seq / P;
+  const int last = static_cast<int>(P) - 1;
+  const Partition part(s.layout, s.seq, P);
+  const RunReport rep = run_experiment(s, make_inputs(s));
+  const Trace& t = rep.trace;
+  const std::int64_t b_kv = n * s.kv_heads * (s.head_dim + s.dv()) * 8;
+
+  L.step("where the forward left off (zigzag, causal, cp 4, 32 tokens, 4 heads, 2 KV heads)");
+  std::vector<std::vector<std::string>> rows;
+  bool starts_there = true;
+  for (index_t r = 0; r < P; ++r) {
+    const Event* f = find(t, EventKind::tile, Phase::fwd, last, static_cast<int>(r));
+    const Event* b = find(t, EventKind::tile, Phase::bwd, 0, static_cast<int>(r));
+    starts_there = starts_there && f->peer == b->peer && b->peer == ring_bwd_kv_block(P, r, 0);
+    rows.push_back({I(r), spans_text(part.spans(r)), I(f->peer), I(b->peer)});
+  }
+  table({"rank", "its tokens: Q, O, LSE, dO, dQ", "KV block held after forward step 3", "KV block of backward step 0"}, rows);
+  show("backward step 0 uses the block the forward received last (r+1): no message needed to start", yes(starts_there));
+  show("one KV block: n * hk * (d + dv) * 8 bytes", b_kv);
+  std::printf("The backward of a tile needs the FINAL O and LSE of its queries (P = exp(scale QK^T - LSE),\n"
+              "Delta = rowsum(dO * O)); both already live on the query's rank, so only KV has to move.\n");
+
+  L.step("the backward, step by step, from the run's trace (KV and dK/dV travel r -> r-1)");
+  std::printf("at backward step i rank r holds block j = (r + 1 + i) mod 4: the forward's step 3 - i, reversed.\n"
+              "a message at step i carries the KV block the receiver needs at step i+1 and/or the dK/dV\n"
+              "the sender accumulated at step i-1 (for the block the receiver holds now).\n");
+  bool schedule_agrees = true;
+  for (int i = 0; i <= last; ++i) {
+    const RingPost post = ring_bwd_post(P, i);
+    std::printf("step %d: every rank posts '%s' (%lld part%s)\n", i, post.tensor.c_str(), static_cast<long long>(post.parts()),
+                post.parts() > 1 ? "s" : "");
+    rows.clear();
+    for (index_t r = 0; r < P; ++r) {
+      const Event* tile = find(t, EventKind::tile, Phase::bwd, i, static_cast<int>(r));
+      const Event* snd = find(t, EventKind::send, Phase::bwd, i, static_cast<int>(r));
+      const Event* rcv = find(t, EventKind::recv, Phase::bwd, i, static_cast<int>(r));
+      schedule_agrees = schedule_agrees && tile->peer == ring_bwd_kv_block(P, r, i) && snd->tensor == post.tensor &&
+                        snd->peer == ring_bwd_dst(P, r) && rcv->peer == ring_bwd_src(P, r);
+      std::string carries;
+      if (post.kv) carries += "KV of " + I(ring_bwd_kv_block(P, r, i));
+      if (post.dkv) carries += std::string(carries.empty() ? "" : " + ") + "dKV of " + I(ring_bwd_kv_block(P, r, i - 1));
+      rows.push_back({I(r), I(tile->peer), tile->section, spans_text(tile->rows), spans_text(tile->cols), I(tile->pairs),
+                      I(tile->flops), snd->tensor + " " + I(snd->bytes) + " B -> " + I(snd->peer), carries,
+                      rcv->tensor + " " + I(rcv->bytes) + " B <- " + I(rcv->peer)});
+    }
+    table({"rank", "KV of", "section", "Q tokens", "K/V tokens", "pairs", "bwd FLOPs", "sends", "carrying", "receives"}, rows);
+  }
+  show("KV held, message names and peers = ring_schedule.h (ring_bwd_kv_block, ring_bwd_post)", yes(schedule_agrees));
+
+  L.step("one accumulator: the dK/dV of block 0 on its way home");
+  std::printf("who adds to block 0's dK/dV at each step (tile events with KV of 0), and where it goes next:\n");
+  int holder = -1;
+  bool chain = true;
+  for (int i = 0; i <= last; ++i) {
+    for (index_t r = 0; r < P; ++r) {
+      const Event* tile = find(t, EventKind::tile, Phase::bwd, i, static_cast<int>(r));
+      if (tile->peer != 0) continue;
+      if (holder >= 0) chain = chain && find(t, EventKind::send, Phase::bwd, i, holder)->peer == r;  // it came from the last holder
+      holder = static_cast<int>(r);
+      const Event* next = i < last ? find(t, EventKind::send, Phase::bwd, i + 1, holder) : nullptr;
+      std::printf("  step %d: rank %d adds its %s tile's dK/dV (%lld pairs)%s\n", i, holder, tile->section.c_str(),
+                  static_cast<long long>(tile->pairs),
+                  next ? (" -> sent to rank " + I(next->peer) + " in '" + next->tensor + "' at step " + I(i + 1)).c_str()
+                       : ": complete, on its owner");
+    }
+  }
+  show("block 0's dK/dV reached rank 0 on its diagonal step, with no separate reduction", yes(chain && holder == 0));
+  std::printf("Each partial dK/dV is posted one step after it was computed, so it travels while the receiver\n"
+              "computes; the receiver adds its own contribution to it once it has arrived.\n");
+
+  L.step("bytes and messages per rank, per phase (summed from the trace)");
+  const Phase fwd = Phase::fwd, bwd = Phase::bwd;
+  const auto bf = t.bytes_sent_per_rank(&fwd), bb = t.bytes_sent_per_rank(&bwd);
+  const auto mf = t.messages_sent_per_rank(&fwd), mb = t.messages_sent_per_rank(&bwd);
+  const auto rb = t.bytes_recv_per_rank(&bwd);
+  rows.clear();
+  for (index_t r = 0; r < P; ++r)
+    rows.push_back({I(r), I(mf[r]), I(bf[r]), I(mb[r]), I(bb[r]), I(rb[r])});
+  table({"rank", "fwd messages", "fwd bytes", "bwd messages", "bwd bytes sent", "bwd bytes recv"}, rows);
+  show("forward, closed form (P-1) * B_kv", (P - 1) * b_kv);
+  show("backward, closed form 2(P-1) * B_kv (KV P-1 hops, dKV P-1 hops)", 2 * (P - 1) * b_kv);
+  show("backward messages per rank (kv, kv+dkv, kv+dkv, dkv)", mb[0]);
+
+  L.step("dQ stays home; the backward does 2.5x the forward's FLOPs on the same tiles");
+  bool q_home = true, same_tiles = true, no_dq_msg = true;
+  for (const Event& e : t.events()) {
+    if (e.kind == EventKind::tile && e.phase == Phase::bwd) {
+      const Event* f = find(t, EventKind::tile, Phase::fwd, last - e.step, e.rank);
+      same_tiles = same_tiles && f->rows == e.rows && f->cols == e.cols && f->pairs == e.pairs;
+      for (const Span& sp : e.rows)
+        for (index_t k = 0; k < sp.count; ++k) q_home = q_home && part.owner(sp.begin + k * sp.stride).rank == e.rank;
+    }
+    if (e.kind == EventKind::send && e.tensor.find("dq") != std::string::npos) no_dq_msg = false;
+  }
+  show("every backward tile's queries are its rank's own tokens (dQ accumulates in place)", yes(q_home));
+  show("no message carries dQ", yes(no_dq_msg));
+  show("backward step i computes the forward step 3-i's tile (same rows, cols, pairs)", yes(same_tiles));
+  show("per-rank bwd FLOPs", list(rep.flops_bwd));
+  show("bwd / fwd FLOPs (2 h pairs (3d + 2dv) over 2 h pairs (d + dv), d = dv)",
+       static_cast<double>(rep.flops_bwd[0]) / static_cast<double>(rep.flops_fwd[0]));
+
+  L.step("the gradients are exact (error vs dense attention, max|x - ref| / max|ref|)");
+  show("error of O", *rep.err_o);
+  show("error of LSE", *rep.err_lse);
+  show("error of dQ", *rep.err_dq);
+  show("error of dK", *rep.err_dk);
+  show("error of dV", *rep.err_dv);
+  const bool exact = rep.max_error() < 1e-12;
+  show("every error below 1e-12", yes(exact));
+
+  L.finish({"cplab-viz --view ring --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --backward --phase bwd --step 1   (backward step 1: kv+dkv in flight)"},
+           {"cplab run --mode p2p --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --causal --backward   (this run)",
+            "cplab run --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --causal --backward --plan-only   (the same closed forms at 128K tokens, planned)"});
+  return exact ? 0 : 1;
+}
