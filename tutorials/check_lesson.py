@@ -11,7 +11,8 @@ What it checks:
      the program's, not retyped (regenerate them with make_readmes.py);
   4. `PROGRAM --interactive` with one Enter per step piped in prints a pause before every step but
      the first, and with stdin closed it still finishes (never waits forever);
-  5. every command the lesson ends with works: `cplab ...` runs with CPLAB and exits 0,
+  5. the lesson is listed in order in tutorials/README.md and in the project's README;
+  6. every command the lesson ends with works: `cplab ...` runs with CPLAB and exits 0,
      `cplab-viz ...` builds one frame with CPLAB_VIZ (--bench-frames 1, no display needed) if given.
 Usage: check_lesson.py PROGRAM LESSON_DIR CPLAB [CPLAB_VIZ]
 What it is not: the lesson (the program prints everything; this only compares).
@@ -78,16 +79,21 @@ p = run(["--interactive"], "")
 if p.returncode != 0 or "== See it, try it ==" not in p.stdout:
     failures.append(f"--interactive with stdin closed: exit {p.returncode}, did not finish")
 
-# the lesson is listed, in order, in tutorials/README.md
-index = open(os.path.join(os.path.dirname(os.path.abspath(lesson_dir)), "README.md")).read()
+# the lesson is listed, in order, in tutorials/README.md and in the project's README
+tut_dir = os.path.dirname(os.path.abspath(lesson_dir))
 name = os.path.basename(os.path.abspath(lesson_dir))
-at = index.find(f"({name}/README.md)")
-if at < 0:
-    failures.append(f"tutorials/README.md does not list {name}")
-else:
-    earlier = [m.start() for m in re.finditer(r"\((\d\d)_[a-z0-9_]+/README\.md\)", index) if m.group(1) < name[:2]]
+for index_path, prefix in [(os.path.join(tut_dir, "README.md"), ""), (os.path.join(tut_dir, "..", "README.md"), "tutorials/")]:
+    index = open(index_path).read()
+    if prefix:  # the project README: its "## Tutorials" section (the map table links lessons too)
+        start = index.find("## Tutorials")
+        index = index[start:index.find("\n## ", start + 1)] if start >= 0 else ""
+    at = index.find(f"({prefix}{name}/README.md)")
+    if at < 0:
+        failures.append(f"{os.path.relpath(index_path)} does not list {name}")
+        continue
+    earlier = [m.start() for m in re.finditer(r"\(" + prefix + r"(\d\d)_[a-z0-9_]+/README\.md\)", index) if m.group(1) < name[:2]]
     if any(e > at for e in earlier):
-        failures.append(f"tutorials/README.md lists {name} before an earlier lesson")
+        failures.append(f"{os.path.relpath(index_path)} lists {name} before an earlier lesson")
 
 import shlex
 for line in parts.get("end", "").splitlines()[1:]:
