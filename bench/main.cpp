@@ -15,6 +15,7 @@
 #include "attention.h"  // cuda/: check_supported
 #include "attention_bench.h"
 #include "attention_config.h"
+#include "cp_bench.h"
 #include "device.h"  // cuda/
 #include "error.h"
 
@@ -48,6 +49,24 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
   cmd.add_option("--json", a.json_path, "also write every row as JSON to this file");
 }
 
+void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
+  cmd.add_option("--mode", a.mode, "CP mode (p2p: the ring; the others do not run on GPU ranks yet)")->capture_default_str();
+  cmd.add_option("--cp", a.cp, "CP ranks (virtual ranks on this GPU)")->capture_default_str();
+  cmd.add_option("--seq", a.seq, "global tokens")->capture_default_str();
+  cmd.add_option("--heads", a.heads, "query heads")->capture_default_str();
+  cmd.add_option("--kv-heads", a.kv_heads, "KV heads")->capture_default_str();
+  cmd.add_option("--head-dim", a.head_dim, "head dim (64 or 128)")->capture_default_str();
+  cmd.add_option("--layout", a.layout, "zigzag | striped | contiguous")->capture_default_str();
+  cmd.add_flag("--no-causal", a.no_causal, "full attention instead of causal");
+  cmd.add_option("--dtype", a.dtype, "bf16 | fp16")->capture_default_str();
+  cmd.add_option("--backend", a.backend, "local (virtual ranks on one GPU)")->capture_default_str();
+  cmd.add_option("--pass", a.pass, "fwd | both (forward + backward)")->capture_default_str();
+  cmd.add_option("--warmup", a.warmup, "untimed iterations")->capture_default_str();
+  cmd.add_option("--iters", a.iters, "timed iterations")->capture_default_str();
+  cmd.add_option("--json", a.json_path, "also write the results as JSON to this file");
+  cmd.add_option("--trace", a.trace_path, "write the run's trace with the measured tile times (cplab-viz --view timeline --trace)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +83,11 @@ int main(int argc, char** argv) {
       "cplab's attention kernels vs PyTorch SDPA (flash, cuDNN) in the FA2/FA3 setup: tokens = b*s = 16K, "
       "hidden = h*d = 2048, d = 64 and 128, s = 1K..32K, causal and not; ms, TFLOP/s, errors vs the CPU reference");
   add_attention_options(*attention, args);
+  cplab::bench::CpArgs cp_args;
+  CLI::App* cp = app.add_subcommand(
+      "cp", "one context-parallel attention layer on GPU ranks (the ring on virtual ranks of this GPU) against the same\n"
+            "attention as one kernel launch: ms, efficiency, TFLOP/s per rank, bytes moved, communication hidden, checked");
+  add_cp_options(*cp, cp_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,6 +95,23 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  if (cp->parsed()) {
+    try {
+      cplab::bench::check_cp_args(cp_args);
+      const std::string reason = cplab::cuda::device_unusable_reason();
+      if (!reason.empty()) {
+        std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
+        return 77;
+      }
+      return cplab::bench::run_cp(cp_args);
+    } catch (const cplab::Error& e) {
+      std::cerr << "cplab-bench: error: " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "cplab-bench: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   try {
     const cplab::bench::AttentionPlan plan = cplab::bench::make_plan(args);
     for (const cplab::bench::Shape& x : plan.shapes) {  // the kernels' own rules, still no CUDA call

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "error.h"
 #include "ring_schedule.h"
 
@@ -27,7 +29,48 @@ void copy_rows(float* y, const float* x, std::int64_t h, std::int64_t n, std::in
                                      static_cast<std::size_t>(m) * sizeof(float), static_cast<std::size_t>(h), cudaMemcpyDeviceToDevice, st));
 }
 
+// an NVTX range for Nsight Systems, closed at the end of the scope
+struct Nvtx {
+  explicit Nvtx(const std::string& name) { nvtxRangePushA(name.c_str()); }
+  ~Nvtx() { nvtxRangePop(); }
+  Nvtx(const Nvtx&) = delete;
+  Nvtx& operator=(const Nvtx&) = delete;
+};
+
 }  // namespace
+
+void RingTileTimes::reset(std::int64_t steps, std::size_t ranks) {
+  ranks_ = ranks;
+  const std::size_t n = static_cast<std::size_t>(steps) * ranks;
+  while (start_.size() < n) {
+    cudaEvent_t a = nullptr, b = nullptr;
+    CPLAB_CUDA_CHECK(cudaEventCreate(&a));
+    CPLAB_CUDA_CHECK(cudaEventCreate(&b));
+    start_.push_back(a);
+    stop_.push_back(b);
+  }
+  used_.assign(n, 0);
+}
+void RingTileTimes::start(std::int64_t step, std::size_t i, cudaStream_t s) {
+  CPLAB_CUDA_CHECK(cudaEventRecord(start_[static_cast<std::size_t>(step) * ranks_ + i], s));
+}
+void RingTileTimes::stop(std::int64_t step, std::size_t i, cudaStream_t s) {
+  const std::size_t k = static_cast<std::size_t>(step) * ranks_ + i;
+  CPLAB_CUDA_CHECK(cudaEventRecord(stop_[k], s));
+  used_[k] = 1;
+}
+double RingTileTimes::ms(std::int64_t step, std::size_t i) const {
+  const std::size_t k = static_cast<std::size_t>(step) * ranks_ + i;
+  if (k >= used_.size() || !used_[k]) return 0;
+  CPLAB_CUDA_CHECK(cudaEventSynchronize(stop_[k]));
+  float ms = 0;
+  CPLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_[k], stop_[k]));
+  return ms;
+}
+RingTileTimes::~RingTileTimes() {
+  for (cudaEvent_t e : start_) (void)cudaEventDestroy(e);
+  for (cudaEvent_t e : stop_) (void)cudaEventDestroy(e);
+}
 
 void GpuRingSpec::check() const {
   check_partition(layout, seq, P);
@@ -53,8 +96,10 @@ GpuRingRank::GpuRingRank(const GpuRingSpec& s, Comm& c)
       dkv_in(kv_elems(s)),
       dkv_step(kv_elems(s)) {}
 
-void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks) {
+void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work, RingTileTimes* times) {
   s.check();
+  const Nvtx range("ring forward");
+  if (times) times->reset(s.P, ranks.size());
   const std::int64_t P = s.P, n = s.n();
   const std::vector<float> ninf(static_cast<std::size_t>(s.h * n), -INFINITY);
   for (GpuRingRank* x : ranks) {
@@ -65,8 +110,9 @@ void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ran
   }
   const std::size_t kv_bytes = kv_elems(s) * es(s);
   for (std::int64_t i = 0; i < P; ++i) {
+    const Nvtx step_range("forward step " + std::to_string(i));
     const RingPost post = ring_fwd_post(P, i);
-    if (post.posts)
+    if (post.posts && work != RingWork::compute_only)
       for (GpuRingRank* x : ranks) {  // the held block travels to r+1 while this step computes
         const std::int64_t r = x->comm->rank();
         x->computed.wait_on(x->transfer.get());  // kv_next was last read by the previous step
@@ -76,20 +122,23 @@ void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ran
         x->comm->group_end();
         x->received.record(x->transfer.get());
       }
-    for (GpuRingRank* x : ranks) {
+    for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
+      GpuRingRank* x = ranks[xi];
       const std::int64_t r = x->comm->rank();
       const RingTile t = ring_tile(s.layout, s.causal, P, r, ring_fwd_kv_block(P, r, i), n);
-      if (!t.skipped) {
+      if (!t.skipped && work != RingWork::comm_only) {
         const DeviceMask m(t.mask, t.nq);
         cudaStream_t st = x->compute.get();
+        if (times) times->start(i, xi, st);
         attention_forward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, s.h, s.hk, s.d, s.dv}, bytes_at(x->q, t.q0 * s.h * s.d, s),
                           bytes_at(x->kv_cur, t.k0 * s.hk * s.d, s), bytes_at(x->kv_cur, n * s.hk * s.d + t.k0 * s.hk * s.dv, s),
                           m.rule(), s.scale, x->o_part.data(), x->lse_part.data(), st);
         merge_streaming(s.dtype, n, s.h, s.dv, x->o_acc.data(), x->lse.data(), t.q0, t.nq, x->o_part.data(), x->lse_part.data(), st);
+        if (times) times->stop(i, xi, st);
       }
       x->computed.record(x->compute.get());
     }
-    if (post.posts)
+    if (post.posts && work != RingWork::compute_only)
       for (GpuRingRank* x : ranks) {
         x->received.wait_on(x->compute.get());
         std::swap(x->kv_cur, x->kv_next);
@@ -101,8 +150,10 @@ void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ran
   }
 }
 
-void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks) {
+void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work, RingTileTimes* times) {
   s.check();
+  const Nvtx range("ring backward");
+  if (times) times->reset(s.P, ranks.size());
   const std::int64_t P = s.P, n = s.n();
   const std::size_t kv_bytes = kv_elems(s) * es(s), dkv_bytes = kv_elems(s) * sizeof(float);
   for (GpuRingRank* x : ranks) {
@@ -113,8 +164,10 @@ void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ra
     x->computed.record(st);
   }
   for (std::int64_t i = 0; i < P; ++i) {
+    const Nvtx step_range("backward step " + std::to_string(i));
     const RingPost post = ring_bwd_post(P, i);
-    if (post.posts)
+    const bool transfer = post.posts && work != RingWork::compute_only;
+    if (transfer)
       for (GpuRingRank* x : ranks) {  // K, V and/or the dK, dV accumulated so far travel to r-1
         const std::int64_t r = x->comm->rank();
         const int dst = static_cast<int>(ring_bwd_dst(P, r)), src = static_cast<int>(ring_bwd_src(P, r));
@@ -127,13 +180,15 @@ void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ra
         x->comm->group_end();
         x->received.record(x->transfer.get());
       }
-    for (GpuRingRank* x : ranks) {
+    for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
+      GpuRingRank* x = ranks[xi];
       const std::int64_t r = x->comm->rank();
       const RingTile t = ring_tile(s.layout, s.causal, P, r, ring_bwd_kv_block(P, r, i), n);
       cudaStream_t st = x->compute.get();
       CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dkv_step.data(), 0, x->dkv_step.size() * sizeof(float), st));
-      if (!t.skipped) {
+      if (!t.skipped && work != RingWork::comm_only) {
         const DeviceMask m(t.mask, t.nq);
+        if (times) times->start(i, xi, st);
         copy_rows(x->lse_t.data(), x->lse.data(), s.h, n, t.q0, t.nq, st);
         copy_rows(x->delta_t.data(), x->delta.data(), s.h, n, t.q0, t.nq, st);
         attention_backward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, s.h, s.hk, s.d, s.dv}, bytes_at(x->q, t.q0 * s.h * s.d, s),
@@ -142,18 +197,19 @@ void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ra
                            at(x->dq, static_cast<std::size_t>(t.q0 * s.h * s.d)),
                            at(x->dkv_step, static_cast<std::size_t>(t.k0 * s.hk * s.d)),
                            at(x->dkv_step, static_cast<std::size_t>(n * s.hk * s.d + t.k0 * s.hk * s.dv)), st);
+        if (times) times->stop(i, xi, st);
       }
       x->computed.record(st);
     }
     for (GpuRingRank* x : ranks) {
       cudaStream_t st = x->compute.get();
-      if (post.posts) x->received.wait_on(st);
+      if (transfer) x->received.wait_on(st);
       // the held block's dK, dV so far: what arrived (zero when nothing did) plus this step's
-      if (!post.dkv) CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dkv_in.data(), 0, dkv_bytes, st));
+      if (!post.dkv || !transfer) CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dkv_in.data(), 0, dkv_bytes, st));
       accumulate_f32(x->dkv_in.data(), x->dkv_step.data(), static_cast<std::int64_t>(kv_elems(s)), st);
       x->computed.record(st);
       std::swap(x->dkv_acc, x->dkv_in);  // the old accumulator (sent this step) is the next receive buffer
-      if (post.kv) std::swap(x->kv_cur, x->kv_next);
+      if (post.kv && transfer) std::swap(x->kv_cur, x->kv_next);
     }
   }
 }

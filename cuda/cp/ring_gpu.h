@@ -53,11 +53,35 @@ struct GpuRingRank {
   DeviceBuffer<float> dq, dkv_acc, dkv_in, dkv_step;
 };
 
+// What a run does, for benchmarks: everything, or only its tiles (and merges), or only its
+// transfers (the fraction of communication hidden behind compute is read from the three times).
+// Only `all` computes attention; the others leave the outputs meaningless.
+enum class RingWork { all, compute_only, comm_only };
+
+// Optional per-tile GPU timing: when given, the start and end of every tile of every driven rank
+// are recorded on its compute stream; after a device synchronize, ms(step, i) is the i-th driven
+// rank's tile time at that step (0 for a skipped tile). Events are created on first use.
+class RingTileTimes {
+ public:
+  void reset(std::int64_t steps, std::size_t ranks);
+  void start(std::int64_t step, std::size_t i, cudaStream_t s);
+  void stop(std::int64_t step, std::size_t i, cudaStream_t s);
+  double ms(std::int64_t step, std::size_t i) const;  // synchronizes on the stop event
+  ~RingTileTimes();
+
+ private:
+  std::size_t ranks_ = 0;
+  std::vector<cudaEvent_t> start_, stop_;
+  std::vector<char> used_;
+};
+
 // kv_cur holds the rank's own K, V on entry; on return o and lse are the rank's attention output,
 // and kv_cur the block the backward starts from (TE saves it)
-void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks);
+void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work = RingWork::all,
+                      RingTileTimes* times = nullptr);
 // after gpu_ring_forward on the same ranks, with dout set: dq and dkv_acc (dK then dV of the
 // rank's own block) on return
-void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks);
+void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work = RingWork::all,
+                       RingTileTimes* times = nullptr);
 
 }  // namespace cplab::cuda
