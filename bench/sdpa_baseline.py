@@ -26,12 +26,9 @@ What it is not: a correctness check (cplab-bench checks its own kernels against 
 or FlashAttention 3 (only what this PyTorch build ships).
 """
 import argparse
-import json
 import sys
 
-
-def emit(obj):
-    print(json.dumps(obj), flush=True)
+from sdpa_common import emit, start
 
 
 def flops(b, h, s, d, causal, mode):
@@ -134,20 +131,11 @@ def main():
     except ValueError as e:
         emit({"error": f"bad --shape (expected b,h,hk,s,d,causal): {e}"})
         return 2
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except Exception as e:  # noqa: BLE001 (any import failure means: no baseline)
-        emit({"error": f"PyTorch with torch.nn.attention is not usable here: {type(e).__name__}: {e}"})
+    env = start(args.dtype, "q/k/v token-major (b,s,h,d) passed as (b,h,s,d) views; "
+                            "bwd = out.backward(dout, retain_graph=True), forward not included")
+    if env is None:
         return 2
-    if not torch.cuda.is_available():
-        emit({"error": f"torch {torch.__version__}: torch.cuda.is_available() is False (no CUDA device or driver)"})
-        return 2
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    emit({"info": f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on "
-                  f"{torch.cuda.get_device_name(0)}; {args.dtype}, q/k/v token-major (b,s,h,d) passed as (b,h,s,d) views; "
-                  f"bwd = out.backward(dout, retain_graph=True), forward not included"})
+    torch, F, SDPBackend, sdpa_kernel, dtype = env["torch"], env["F"], env["SDPBackend"], env["sdpa_kernel"], env["dtype"]
     backends = [("flash", getattr(SDPBackend, "FLASH_ATTENTION", None)),
                 ("cudnn", getattr(SDPBackend, "CUDNN_ATTENTION", None))]
     passes = ["fwd", "bwd"] if args.which == "both" else [args.which]

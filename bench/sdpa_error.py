@@ -21,15 +21,12 @@ What it is not: a judge (cplab-bench compares these outputs and its own with the
 same rows and with the same metric), or a timer (sdpa_baseline.py times SDPA).
 """
 import argparse
-import json
 import os
 import sys
 
+from sdpa_common import emit, start
+
 BACKENDS = ("flash", "cudnn")
-
-
-def emit(obj):
-    print(json.dumps(obj), flush=True)
 
 
 def parse_args():
@@ -111,21 +108,12 @@ def main():
     except ValueError as e:
         emit({"error": f"bad --case: {e}"})
         return 2
-    try:
-        import numpy as np
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except Exception as e:  # noqa: BLE001 (any import failure means: no yardstick)
-        emit({"error": f"PyTorch with torch.nn.attention, and NumPy, are not usable here: {type(e).__name__}: {e}"})
+    env = start(args.dtype, "from cplab-bench's inputs, (1,s,h,d) passed as (1,h,s,d) views; O and dQ/dK/dV "
+                            "written as float32 (no LSE: not in SDPA's public API)", need_numpy=True)
+    if env is None:
         return 2
-    if not torch.cuda.is_available():
-        emit({"error": f"torch {torch.__version__}: torch.cuda.is_available() is False (no CUDA device or driver)"})
-        return 2
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    emit({"info": f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on "
-                  f"{torch.cuda.get_device_name(0)}; {args.dtype} from cplab-bench's inputs, (1,s,h,d) passed as "
-                  f"(1,h,s,d) views; O and dQ/dK/dV written as float32 (no LSE: not in SDPA's public API)"})
+    np, torch, F, SDPBackend, sdpa_kernel, dtype = (env["np"], env["torch"], env["F"], env["SDPBackend"],
+                                                     env["sdpa_kernel"], env["dtype"])
     for case in cases:
         for name in BACKENDS:
             backend = getattr(SDPBackend, "FLASH_ATTENTION" if name == "flash" else "CUDNN_ATTENTION", None)

@@ -43,16 +43,6 @@ struct Smem {
 };
 
 template <int D, class T>
-__device__ void load_tile(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads, std::int64_t head) {
-  constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < kBr * kChunks; c += kThreads) {
-    const int r = c / kChunks, e = (c % kChunks) * 8;
-    const bool ok = r0 + r < n;
-    cp_async_16(smem + r * Smem<D>::kLd + e, ok ? x + ((r0 + r) * heads + head) * D + e : x, ok);
-  }
-}
-
-template <int D, class T>
 __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                                        const T* __restrict__ v, const T* __restrict__ dout,
                                                        const float* __restrict__ lse, const float* __restrict__ delta,
@@ -74,8 +64,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
   const std::int64_t kb0 = static_cast<std::int64_t>(blockIdx.x) * kBc, kh = blockIdx.y, grp = P.h / P.hk;
   const std::int64_t key[2] = {kb0 + warp * 16 + g, kb0 + warp * 16 + g + 8};  // this thread's rows of S^T
 
-  load_tile<D>(ks, k, kb0, P.sk, P.hk, kh);
-  load_tile<D>(vs, v, kb0, P.sk, P.hk, kh);
+  load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(ks, k, kb0, P.sk, P.hk, kh);
+  load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(vs, v, kb0, P.sk, P.hk, kh);
   cp_async_commit();
 
   float gk[D / 8][4], gv[D / 8][4];
@@ -97,8 +87,8 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
       }
       if (!__syncthreads_or(any)) continue;
       const bool full = __syncthreads_and(all);
-      load_tile<D>(qs, q, a0, P.sq, P.h, i);
-      load_tile<D>(dos, dout, a0, P.sq, P.h, i);
+      load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(qs, q, a0, P.sq, P.h, i);
+      load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(dos, dout, a0, P.sq, P.h, i);
       cp_async_commit();
       cp_async_wait<0>();
       __syncthreads();
@@ -116,11 +106,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
           std::uint32_t b[4];
           const mma::RC r = mma::ldsm_b_rows(lane);
           ldsm_x4(b, qs + (np * 16 + r.row) * kLd + kk * 16 + r.col);
-          mma_16816<T>(s[2 * np], ka, b[0], b[1]);
-          mma_16816<T>(s[2 * np + 1], ka, b[2], b[3]);
+          mma_pair<T>(s[2 * np], s[2 * np + 1], ka, b);
           ldsm_x4(b, dos + (np * 16 + r.row) * kLd + kk * 16 + r.col);
-          mma_16816<T>(dp[2 * np], va, b[0], b[1]);
-          mma_16816<T>(dp[2 * np + 1], va, b[2], b[3]);
+          mma_pair<T>(dp[2 * np], dp[2 * np + 1], va, b);
         }
       }
       // P^T and dS^T, element (key[e >> 1], query a0 + 8 nt + 2 tg + (e & 1))
@@ -135,19 +123,16 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
         }
       // dV += P^T dO and dK += dS^T Q (k = queries: A from registers, B = dO / Q rows via .trans)
       for (int kq = 0; kq < kBr / 16; ++kq) {
-        const std::uint32_t pa[4] = {pack2<T>(s[2 * kq][0], s[2 * kq][1]), pack2<T>(s[2 * kq][2], s[2 * kq][3]),
-                                     pack2<T>(s[2 * kq + 1][0], s[2 * kq + 1][1]), pack2<T>(s[2 * kq + 1][2], s[2 * kq + 1][3])};
-        const std::uint32_t da[4] = {pack2<T>(dp[2 * kq][0], dp[2 * kq][1]), pack2<T>(dp[2 * kq][2], dp[2 * kq][3]),
-                                     pack2<T>(dp[2 * kq + 1][0], dp[2 * kq + 1][1]), pack2<T>(dp[2 * kq + 1][2], dp[2 * kq + 1][3])};
+        std::uint32_t pa[4], da[4];
+        a_from_c<T>(pa, s[2 * kq], s[2 * kq + 1]);
+        a_from_c<T>(da, dp[2 * kq], dp[2 * kq + 1]);
         for (int dpair = 0; dpair < D / 16; ++dpair) {
           std::uint32_t b[4];
           const mma::RC r = mma::ldsm_b_trans(lane);
           ldsm_x4_trans(b, dos + (kq * 16 + r.row) * kLd + dpair * 16 + r.col);
-          mma_16816<T>(gv[2 * dpair], pa, b[0], b[1]);
-          mma_16816<T>(gv[2 * dpair + 1], pa, b[2], b[3]);
+          mma_pair<T>(gv[2 * dpair], gv[2 * dpair + 1], pa, b);
           ldsm_x4_trans(b, qs + (kq * 16 + r.row) * kLd + dpair * 16 + r.col);
-          mma_16816<T>(gk[2 * dpair], da, b[0], b[1]);
-          mma_16816<T>(gk[2 * dpair + 1], da, b[2], b[3]);
+          mma_pair<T>(gk[2 * dpair], gk[2 * dpair + 1], da, b);
         }
       }
       // dS^T to shared memory: row = key (local), col = query (local)
@@ -169,8 +154,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
           std::uint32_t b[4];
           const mma::RC r = mma::ldsm_b_trans(lane);
           ldsm_x4_trans(b, ks + (kk * 16 + r.row) * kLd + dpair * 16 + r.col);
-          mma_16816<T>(gq[2 * dpair], a, b[0], b[1]);
-          mma_16816<T>(gq[2 * dpair + 1], a, b[2], b[3]);
+          mma_pair<T>(gq[2 * dpair], gq[2 * dpair + 1], a, b);
         }
       }
       for (int x = 0; x < 2; ++x) {

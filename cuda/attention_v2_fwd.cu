@@ -35,18 +35,6 @@ struct Smem {
   static constexpr size_t bytes(size_t elem) { return elem * static_cast<size_t>(kTile) * 5 + 4 * sizeof(int); }
 };
 
-// rows [r0, r0 + 64) of head `head` of x (rows, heads, D) -> smem (64, D + 8); rows >= n are zeros
-template <int D, class T>
-__device__ void load_tile(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads, std::int64_t head) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < kBc * kChunks; c += kThreads) {
-    const int r = c / kChunks, e = (c % kChunks) * 8;
-    const bool ok = r0 + r < n;
-    const T* src = ok ? x + ((r0 + r) * heads + head) * D + e : x;
-    cp_async_16(smem + r * Smem<D>::kLd + e, src, ok);
-  }
-}
-
 template <int D, class T>
 __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                                        const T* __restrict__ v, Dims P, MaskRule mask, float scale,
@@ -86,16 +74,16 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
   std::uint32_t qf[D / 16][4];
 
   if (t_begin < t_end) {
-    load_tile<D>(qs, q, q0, P.sq, P.h, i);
-    load_tile<D>(ks[0], k, t_begin * kBc, P.sk, P.hk, kh);
-    load_tile<D>(vs[0], v, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(qs, q, q0, P.sq, P.h, i);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks[0], k, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs[0], v, t_begin * kBc, P.sk, P.hk, kh);
     cp_async_commit();
   }
   for (std::int64_t j = t_begin; j < t_end; ++j) {
     const int buf = static_cast<int>((j - t_begin) & 1);
     if (j + 1 < t_end) {
-      load_tile<D>(ks[buf ^ 1], k, (j + 1) * kBc, P.sk, P.hk, kh);
-      load_tile<D>(vs[buf ^ 1], v, (j + 1) * kBc, P.sk, P.hk, kh);
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks[buf ^ 1], k, (j + 1) * kBc, P.sk, P.hk, kh);
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs[buf ^ 1], v, (j + 1) * kBc, P.sk, P.hk, kh);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -116,8 +104,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
         std::uint32_t b[4];
         const mma::RC a = mma::ldsm_b_rows(lane);
         ldsm_x4(b, ks[buf] + (np * 16 + a.row) * kLd + kk * 16 + a.col);
-        mma_16816<T>(s[2 * np], qf[kk], b[0], b[1]);
-        mma_16816<T>(s[2 * np + 1], qf[kk], b[2], b[3]);
+        mma_pair<T>(s[2 * np], s[2 * np + 1], qf[kk], b);
       }
     // scale, mask, online softmax
     const std::int64_t t0 = j * kBc;
@@ -147,14 +134,13 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
       }
     // O += P V: P from the S registers, V via ldmatrix.trans
     for (int kk = 0; kk < kBc / 16; ++kk) {
-      const std::uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                   pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t pa[4];
+      a_from_c<T>(pa, s[2 * kk], s[2 * kk + 1]);
       for (int dp = 0; dp < D / 16; ++dp) {
         std::uint32_t b[4];
         const mma::RC a = mma::ldsm_b_trans(lane);
         ldsm_x4_trans(b, vs[buf] + (kk * 16 + a.row) * kLd + dp * 16 + a.col);
-        mma_16816<T>(acc[2 * dp], pa, b[0], b[1]);
-        mma_16816<T>(acc[2 * dp + 1], pa, b[2], b[3]);
+        mma_pair<T>(acc[2 * dp], acc[2 * dp + 1], pa, b);
       }
     }
     __syncthreads();  // this buffer is refilled two iterations on

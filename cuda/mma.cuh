@@ -65,6 +65,24 @@ __device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
+// The A operand (16 x 16) of a product, from the accumulators of two adjacent 16 x 8 C tiles (columns
+// 0..7 and 8..15): register for register the same elements (mma_layout.h, FlashAttention-2's trick
+// that keeps P in registers), rounded to T
+template <class T>
+__device__ __forceinline__ void a_from_c(std::uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = pack2<T>(lo[0], lo[1]);
+  a[1] = pack2<T>(lo[2], lo[3]);
+  a[2] = pack2<T>(hi[0], hi[1]);
+  a[3] = pack2<T>(hi[2], hi[3]);
+}
+
+// c0 += A B0 and c1 += A B1, B0 and B1 the two n-tiles of one ldmatrix.x4 (b[0..1], b[2..3])
+template <class T>
+__device__ __forceinline__ void mma_pair(float (&c0)[4], float (&c1)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[4]) {
+  mma_16816<T>(c0, a, b[0], b[1]);
+  mma_16816<T>(c1, a, b[2], b[3]);
+}
+
 // 16 bytes global -> shared, asynchronously; fills zeros instead when !valid (src not read)
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
@@ -74,6 +92,18 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// rows [r0, r0 + kRows) of head `head` of x (rows, heads, D) -> smem (kRows, kLd) by cp.async, the block's
+// kThreads threads sharing the 16-byte chunks; rows >= n are zero-filled (never read)
+template <int kRows, int D, int kLd, int kThreads, class T>
+__device__ void load_tile_async(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads, std::int64_t head) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+    const int r = c / kChunks, e = (c % kChunks) * 8;
+    const bool ok = r0 + r < n;
+    cp_async_16(smem + r * kLd + e, ok ? x + ((r0 + r) * heads + head) * D + e : x, ok);
+  }
 }
 
 }  // namespace cplab::cuda::detail

@@ -8,7 +8,7 @@
 // (O, LSE) merges: attention over three key blocks (one empty) merged on the GPU, streaming and
 // TE's fold, equals attention over all keys. Sequence lengths are not multiples of the 64-row
 // tiles, so tails are exercised.
-// Tolerances (max |gpu - ref| / max |ref|, per tensor), written down once here and in cuda/README.md:
+// Tolerances (max |gpu - ref| / max |ref|, per tensor), in test_gpu_util.h (tolerance()) and cuda/README.md:
 //   fp32 (v1):  O 1e-5,  LSE 1e-5 (absolute, per unit of max(1, |LSE|)),  dQ dK dV 1e-4
 //   fp16:       O 4e-3,  LSE 1e-4,  dQ dK dV 1e-2
 //   bf16:       O 2e-2,  LSE 1e-4,  dQ dK dV 5e-2
@@ -28,80 +28,18 @@
 #include "dense_attention.h"
 #include "device_buffer.h"
 #include "dtype.h"
+#include "test_gpu_util.h"
 
 using namespace cplab;
 using namespace cplab::cuda;
+using namespace cplab::cuda::test;
 
 namespace {
 
-struct Tol {
-  double o, lse, grad;
-};
-Tol tolerance(DType t) {
-  if (t == DType::f32) return {1e-5, 1e-5, 1e-4};
-  if (t == DType::f16) return {4e-3, 1e-4, 1e-2};
-  return {2e-2, 1e-4, 5e-2};
-}
-
-// random uniform(-1, 1) values, already rounded to t
-Tensor3<double> inputs(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Tensor3<double> x(n, h, d);
-  for (double& e : x.data) e = round_to(u(rng), t);
-  return x;
-}
-
-DeviceBuffer<std::byte> upload(const std::vector<double>& x, DType t) {
-  const std::vector<std::byte> b = to_dtype(x, t);
-  DeviceBuffer<std::byte> d(b.size());
-  d.copy_from_host(b);
-  return d;
-}
-std::vector<double> download(const DeviceBuffer<std::byte>& d, DType t) {
-  std::vector<std::byte> b(d.size());
-  d.copy_to_host(b);
-  return from_dtype(b, t);
-}
-std::vector<double> download(const DeviceBuffer<float>& d) {
-  std::vector<float> f(d.size());
-  d.copy_to_host(f);
-  return {f.begin(), f.end()};
-}
 DeviceBuffer<float> zeros(size_t n) {
   DeviceBuffer<float> d(n);
   CPLAB_CUDA_CHECK(cudaMemset(d.data(), 0, n * sizeof(float)));
   return d;
-}
-
-// max |x - ref| / max |ref|; -inf must match -inf; NaN fails
-double rel(const std::vector<double>& x, const std::vector<double>& ref) {
-  REQUIRE(x.size() == ref.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) return INFINITY;
-    if (std::isinf(ref[i]) || std::isinf(x[i])) {
-      if (x[i] != ref[i]) return INFINITY;
-      continue;
-    }
-    num = std::max(num, std::abs(x[i] - ref[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return den == 0 ? num : num / den;
-}
-// LSE: absolute error per unit of max(1, |LSE|)
-double lse_err(const std::vector<double>& x, const Rows<double>& ref) {
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double r = ref.data()[i];
-    if (std::isinf(r) || std::isinf(x[i])) {
-      if (x[i] != r) return INFINITY;
-      continue;
-    }
-    if (std::isnan(x[i])) return INFINITY;
-    worst = std::max(worst, std::abs(x[i] - r) / std::max(1.0, std::abs(r)));
-  }
-  return worst;
 }
 
 struct Case {
@@ -131,8 +69,8 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   const Tol tol = tolerance(t);
   const AttnDims dims{c.sq, c.sk, h, hk, d, d};
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const auto q = inputs(c.sq, h, d, 1, t), k = inputs(c.sk, hk, d, 2, t), v = inputs(c.sk, hk, d, 3, t);
-  const auto dout = inputs(c.sq, h, d, 4, t);
+  const auto q = rounded_tensor(c.sq, h, d, 1, t), k = rounded_tensor(c.sk, hk, d, 2, t), v = rounded_tensor(c.sk, hk, d, 3, t);
+  const auto dout = rounded_tensor(c.sq, h, d, 4, t);
   const AttnOut<double> ref = dense_forward(q, k, v, c.mask, scale);
   const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, c.mask, scale);
 
@@ -142,17 +80,17 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   const DeviceMask mask(c.mask, c.sq);
   attention_forward(kernel, t, dims, Q.data(), K.data(), V.data(), mask.rule(), static_cast<float>(scale), O.data(), L.data(), nullptr);
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  CHECK(rel(download(O, t), ref.o.data) < tol.o);
-  CHECK(lse_err(download(L), ref.lse) < tol.lse);
+  CHECK(rel(download_t(O.data(), O.size() / dtype_size(t), t), ref.o.data) < tol.o);
+  CHECK(lse_err(download_f(L.data(), L.size()), ref.lse) < tol.lse);
 
   auto dQ = zeros(static_cast<size_t>(c.sq * h * d)), dK = zeros(static_cast<size_t>(c.sk * hk * d)), dV = zeros(static_cast<size_t>(c.sk * hk * d));
   softmax_delta(t, c.sq, h, d, O.data(), dO.data(), Delta.data(), nullptr);
   attention_backward(kernel, t, dims, Q.data(), K.data(), V.data(), dO.data(), L.data(), Delta.data(), mask.rule(),
                      static_cast<float>(scale), dQ.data(), dK.data(), dV.data(), nullptr);
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  CHECK(rel(download(dQ), g.dq.data) < tol.grad);
-  CHECK(rel(download(dK), g.dk.data) < tol.grad);
-  CHECK(rel(download(dV), g.dv.data) < tol.grad);
+  CHECK(rel(download_f(dQ.data(), dQ.size()), g.dq.data) < tol.grad);
+  CHECK(rel(download_f(dK.data(), dK.size()), g.dk.data) < tol.grad);
+  CHECK(rel(download_f(dV.data(), dV.size()), g.dv.data) < tol.grad);
 }
 
 }  // namespace
@@ -181,7 +119,7 @@ TEST_CASE("attention: partials over key blocks merged on the GPU (streaming and 
   const DType t = DType::bf16;
   const index_t sq = 130, sk = 190, h = 2, d = 64;
   const double scale = 0.125;
-  const auto q = inputs(sq, h, d, 5, t), k = inputs(sk, h, d, 6, t), v = inputs(sk, h, d, 7, t);
+  const auto q = rounded_tensor(sq, h, d, 5, t), k = rounded_tensor(sk, h, d, 6, t), v = rounded_tensor(sk, h, d, 7, t);
   const AttnOut<double> ref = dense_forward(q, k, v, Mask::none(), scale);
   auto Q = upload(q.data, t);
   auto acc_s = zeros(static_cast<size_t>(sq * h * d)), acc_f = zeros(static_cast<size_t>(sq * h * d));
@@ -216,11 +154,11 @@ TEST_CASE("attention: partials over key blocks merged on the GPU (streaming and 
   for (size_t j = 0; j < parts.size(); ++j)
     fold_correction(t, sq, h, d, acc_f.data(), lse_f.data(), 0, sq, po[j].data(), pl[j].data(), nullptr);
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  CHECK(rel(download(acc_s), ref.o.data) < tolerance(t).o);
-  CHECK(rel(download(acc_f), ref.o.data) < tolerance(t).o);
-  CHECK(lse_err(download(lse_s), ref.lse) < tolerance(t).lse);
-  CHECK(lse_err(download(lse_f), ref.lse) < tolerance(t).lse);
+  CHECK(rel(download_f(acc_s.data(), acc_s.size()), ref.o.data) < tolerance(t).o);
+  CHECK(rel(download_f(acc_f.data(), acc_f.size()), ref.o.data) < tolerance(t).o);
+  CHECK(lse_err(download_f(lse_s.data(), lse_s.size()), ref.lse) < tolerance(t).lse);
+  CHECK(lse_err(download_f(lse_f.data(), lse_f.size()), ref.lse) < tolerance(t).lse);
   DeviceBuffer<std::byte> cast(static_cast<size_t>(sq * h * d) * dtype_size(t));
   cast_from_f32(t, acc_s.data(), cast.data(), sq * h * d, nullptr);
-  CHECK(rel(download(cast, t), ref.o.data) < tolerance(t).o);
+  CHECK(rel(download_t(cast.data(), cast.size() / dtype_size(t), t), ref.o.data) < tolerance(t).o);
 }

@@ -1,4 +1,4 @@
-// test_cuda_main.cpp: main() of cplab_cuda_tests.
+// test_cuda_main.cpp: main() of the GPU test binaries (cplab_cuda_tests, cplab_comm_tests, cplab_cp_gpu_tests).
 //
 // What it is: if no CUDA device is usable, prints one line "skipped: no CUDA device (<reason>)" and
 // returns 77, which ctest reports as "Skipped" (SKIP_RETURN_CODE 77); otherwise prints the device

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "device_buffer.h"
+#include "test_bytes.h"
 #include "error.h"
 #include "layout_index.h"
 #include "layout_kernels.h"
@@ -29,6 +30,8 @@
 #include <vector>
 
 namespace {
+
+using namespace cplab::cuda::test;
 
 using cplab::Layout;
 using cplab::cuda::DeviceBuffer;
@@ -77,34 +80,6 @@ std::vector<float> iota(std::size_t n, float start) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
   return v;
-}
-
-// n pseudo-random bytes (splitmix64 of the byte index and a seed): rows of >= 2 bytes differ
-std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    v[i] = static_cast<unsigned char>(z ^ (z >> 31));
-  }
-  return v;
-}
-
-// n elements of T holding random_bytes (any bit pattern: compared as bytes, never as values)
-template <typename T>
-std::vector<T> random_elems(std::size_t n, std::uint64_t seed) {
-  const std::vector<unsigned char> b = random_bytes(n * sizeof(T), seed);
-  std::vector<T> v(n);
-  std::memcpy(static_cast<void*>(v.data()), b.data(), b.size());
-  return v;
-}
-
-template <typename T>
-std::vector<unsigned char> bytes_of(const std::vector<T>& v) {
-  std::vector<unsigned char> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), static_cast<const void*>(v.data()), b.size());
-  return b;
 }
 
 // the float test above for another element type, through the typed wrappers, compared as bytes

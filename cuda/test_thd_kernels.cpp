@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 
 #include "device_buffer.h"
+#include "test_bytes.h"
 #include "error.h"
 #include "layout.h"
 #include "layout_kernels.h"
@@ -30,6 +31,8 @@
 #include <vector>
 
 namespace {
+
+using namespace cplab::cuda::test;
 
 using cplab::Layout;
 using cplab::Packing;
@@ -84,33 +87,6 @@ I64 gpu_indices(const ThdPartition& tp, std::int64_t rank) {
   I64 h(d.size());
   d.copy_to_host(h);
   return h;
-}
-
-// n pseudo-random bytes (splitmix64 of the byte index and a seed): rows of >= 2 bytes differ
-std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    v[i] = static_cast<unsigned char>(z ^ (z >> 31));
-  }
-  return v;
-}
-
-template <typename T>
-std::vector<T> random_elems(std::size_t n, std::uint64_t seed) {
-  const std::vector<unsigned char> b = random_bytes(n * sizeof(T), seed);
-  std::vector<T> v(n);
-  std::memcpy(static_cast<void*>(v.data()), b.data(), b.size());
-  return v;
-}
-
-template <typename T>
-std::vector<unsigned char> bytes_of(const std::vector<T>& v) {
-  std::vector<unsigned char> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), static_cast<const void*>(v.data()), b.size());
-  return b;
 }
 
 // reference shard of (T, row_bytes) bytes: rank r's local token l is packed token part.global(r, l)
@@ -202,35 +178,34 @@ TEST_CASE("thd_partitioned_indices: the seed's example and TE's unit test, exact
   CHECK(gpu_indices(padded) == gpu_indices(seed));
 }
 
-TEST_CASE("thd_partitioned_indices == Partition::indices for every layout, cp and packing") {
+// f(part, tp) for every layout, cp in {1, 2, 3, 4, 8} and packing of packings(), with both partitions
+template <class F>
+void for_each_packing(F&& f) {
   for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::striped})
     for (std::int64_t P : {1, 2, 3, 4, 8})
       for (const I64& cu : packings(layout, P)) {
         CAPTURE(cplab::to_string(layout));
         CAPTURE(P);
         CAPTURE(text(cu));
-        const Partition part(layout, cu, P);
-        const ThdPartition tp(layout, cu, P);
-        CHECK(tp.total() == part.seq());
-        CHECK(tp.local_len() == part.local_len());
-        CHECK(gpu_indices(tp) == reference_indices(part));
-        for (std::int64_t r = 0; r < P; ++r) CHECK(gpu_indices(tp, r) == part.indices(r));
+        f(Partition(layout, cu, P), ThdPartition(layout, cu, P));
       }
 }
 
+TEST_CASE("thd_partitioned_indices == Partition::indices for every layout, cp and packing") {
+  for_each_packing([](const Partition& part, const ThdPartition& tp) {
+    CHECK(tp.total() == part.seq());
+    CHECK(tp.local_len() == part.local_len());
+    CHECK(gpu_indices(tp) == reference_indices(part));
+    for (std::int64_t r = 0; r < part.cp(); ++r) CHECK(gpu_indices(tp, r) == part.indices(r));
+  });
+}
+
 TEST_CASE("thd_shard_tokens / thd_unshard_tokens == cplab::shard / cplab::unshard (float, double)") {
-  for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::striped})
-    for (std::int64_t P : {1, 2, 3, 4, 8})
-      for (const I64& cu : packings(layout, P)) {
-        CAPTURE(cplab::to_string(layout));
-        CAPTURE(P);
-        CAPTURE(text(cu));
-        const Partition part(layout, cu, P);
-        const ThdPartition tp(layout, cu, P);
-        check_against_reference_shard<float>(part, tp, 2, 3);
-        check_against_reference_shard<double>(part, tp, 1, 1);
-        check_against_reference_shard<float>(part, tp, 4, 64);  // 1 KiB rows: 16-byte copies
-      }
+  for_each_packing([](const Partition& part, const ThdPartition& tp) {
+    check_against_reference_shard<float>(part, tp, 2, 3);
+    check_against_reference_shard<double>(part, tp, 1, 1);
+    check_against_reference_shard<float>(part, tp, 4, 64);  // 1 KiB rows: 16-byte copies
+  });
 }
 
 TEST_CASE("thd_shard_tokens / thd_unshard_tokens move rows of every dtype, byte for byte") {

@@ -24,6 +24,22 @@ std::string to_string(Layout l) {
   return "?";
 }
 
+index_t span_count(const std::vector<Span>& spans) {
+  index_t c = 0;
+  for (const Span& sp : spans) c += sp.count;
+  return c;
+}
+
+std::string to_string(const std::vector<Span>& spans) {
+  std::string s;
+  for (const Span& sp : spans) {
+    if (!s.empty()) s += " ";
+    s += std::to_string(sp.begin) + ".." + std::to_string(sp.begin + (sp.count - 1) * sp.stride);
+    if (sp.stride != 1 && sp.count > 1) s += " step " + std::to_string(sp.stride);
+  }
+  return s;
+}
+
 std::vector<Span> to_spans(const std::vector<index_t>& pos) {
   std::vector<Span> out;
   size_t i = 0;

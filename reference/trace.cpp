@@ -152,6 +152,12 @@ std::vector<std::pair<Phase, int>> Trace::steps() const {
   return out;
 }
 
+const Event* Trace::find(EventKind kind, Phase phase, int step, int rank) const {
+  for (const Event& e : events_)
+    if (e.kind == kind && e.phase == phase && e.step == step && e.rank == rank) return &e;
+  return nullptr;
+}
+
 std::vector<Trace::Timed> Trace::timeline(const std::function<double(const Event&)>& tile_us, double min_us) const {
   std::vector<Timed> out(events_.size());
   // events of each step, in trace order

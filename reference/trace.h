@@ -67,6 +67,8 @@ class Trace {
   std::vector<std::int64_t> messages_sent_per_rank(const Phase* phase = nullptr) const;
   std::vector<std::int64_t> flops_per_rank(const Phase* phase = nullptr) const;
 
+  // the first event of this kind at (phase, step) on `rank`, or nullptr
+  const Event* find(EventKind kind, Phase phase, int step, int rank) const;
   // (phase, step) pairs in the order the events first show them
   std::vector<std::pair<Phase, int>> steps() const;
   // The time axis of to_chrome_json and cplab-viz's timeline, per event [t0, t1) in microseconds:

@@ -74,3 +74,11 @@ TEST_CASE("layout: divisibility and range errors name the rule") {
   CHECK_THROWS_WITH_AS(parse_layout("diagonal"), "layout 'diagonal' is not one of: contiguous, zigzag, striped", Error);
   CHECK_NOTHROW(Partition(Layout::striped, 6, 3));
 }
+
+TEST_CASE("layout: spans print as runs and count their positions") {
+  const std::vector<Span> s = to_spans({0, 1, 2, 3, 12, 13, 20, 24, 28});
+  CHECK(span_count(s) == 9);
+  CHECK(to_string(s) == "0..3 12..13 20..28 step 4");
+  CHECK(to_string(std::vector<Span>{}) == "");
+  CHECK(to_string(std::vector<Span>{{5, 1, 3}}) == "5..5");
+}

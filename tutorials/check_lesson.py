@@ -22,6 +22,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lesson_output import sections  # noqa: E402
+
 prog, lesson_dir, cplab = sys.argv[1], sys.argv[2], sys.argv[3]
 cplab_viz = sys.argv[4] if len(sys.argv) > 4 else None
 failures = []
@@ -29,22 +32,6 @@ failures = []
 
 def run(args, stdin=""):
     return subprocess.run([prog] + args, input=stdin, capture_output=True, text=True, timeout=300)
-
-
-def sections(out):
-    """{N: text of step N, 'end': closing section}"""
-    parts, cur, key = {}, [], None
-    for line in out.splitlines():
-        m = re.match(r"^== Step (\d+): ", line)
-        if m or line.startswith("== See it, try it =="):
-            if key is not None:
-                parts[key] = "\n".join(cur).strip("\n")
-            key, cur = (int(m.group(1)) if m else "end"), []
-        if key is not None:
-            cur.append(line)
-    if key is not None:
-        parts[key] = "\n".join(cur).strip("\n")
-    return parts
 
 
 p = run([])

@@ -13,22 +13,13 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
+from lesson_output import sections  # noqa: E402
 build = sys.argv[1]
 names = sys.argv[2:] or sorted(d for d in os.listdir(here) if re.match(r"\d\d_", d))
 for name in names:
     prog = os.path.join(build, "tutorials", name)
     out = subprocess.run([prog], capture_output=True, text=True, check=True).stdout
-    parts, cur, key = {}, [], None
-    for line in out.splitlines():
-        m = re.match(r"^== Step (\d+): ", line)
-        if m or line.startswith("== See it, try it =="):
-            if key is not None:
-                parts[key] = "\n".join(cur).strip("\n")
-            key, cur = (m.group(1) if m else "end"), []
-        if key is not None:
-            cur.append(line)
-    if key is not None:
-        parts[key] = "\n".join(cur).strip("\n")
+    parts = {str(k): v for k, v in sections(out).items()}
     path = os.path.join(here, name, "README.md")
     text = open(path).read()
 

@@ -15,46 +15,14 @@
 #include "layout.h"
 #include "local_comm.h"
 #include "ring_gpu.h"
+#include "test_gpu_util.h"
 
 using namespace cplab;
 using namespace cplab::cuda;
+using namespace cplab::cuda::test;
 
 namespace {
 
-Tensor3<double> inputs(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Tensor3<double> x(n, h, d);
-  for (double& e : x.data) e = round_to(u(rng), t);
-  return x;
-}
-void upload(DeviceBuffer<std::byte>& dst, std::size_t byte_offset, const std::vector<double>& x, DType t) {
-  const std::vector<std::byte> b = to_dtype(x, t);
-  CPLAB_CUDA_CHECK(cudaMemcpy(dst.data() + byte_offset, b.data(), b.size(), cudaMemcpyHostToDevice));
-}
-std::vector<double> download(const std::byte* src, std::size_t count, DType t) {
-  std::vector<std::byte> b(count * dtype_size(t));
-  CPLAB_CUDA_CHECK(cudaMemcpy(b.data(), src, b.size(), cudaMemcpyDeviceToHost));
-  return from_dtype(b, t);
-}
-std::vector<double> download(const float* src, std::size_t count) {
-  std::vector<float> f(count);
-  CPLAB_CUDA_CHECK(cudaMemcpy(f.data(), src, count * sizeof(float), cudaMemcpyDeviceToHost));
-  return {f.begin(), f.end()};
-}
-double rel(const std::vector<double>& x, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isinf(ref[i]) || std::isinf(x[i])) {
-      if (x[i] != ref[i]) return INFINITY;
-      continue;
-    }
-    if (std::isnan(x[i])) return INFINITY;
-    num = std::max(num, std::abs(x[i] - ref[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return den == 0 ? num : num / den;
-}
 Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d) {
   Tensor3<double> t(n, h, d);
   t.data = std::move(v);
@@ -64,8 +32,8 @@ Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d
 void run(Layout layout, bool causal, index_t P, Kernel kernel, DType t, index_t d, index_t h, index_t hk) {
   const index_t seq = 2 * P * 40;  // 80 tokens a rank: tiles with tails
   GpuRingSpec s{layout, causal, P, seq, h, hk, d, d, t, kernel, static_cast<float>(1.0 / std::sqrt(double(d)))};
-  const double tol_o = t == DType::f32 ? 1e-5 : 2e-2, tol_g = t == DType::f32 ? 1e-4 : 5e-2;
-  const auto q = inputs(seq, h, d, 1, t), k = inputs(seq, hk, d, 2, t), v = inputs(seq, hk, d, 3, t), dout = inputs(seq, h, d, 4, t);
+  const Tol tol = tolerance(t);
+  const auto q = rounded_tensor(seq, h, d, 1, t), k = rounded_tensor(seq, hk, d, 2, t), v = rounded_tensor(seq, hk, d, 3, t), dout = rounded_tensor(seq, h, d, 4, t);
   const Mask mask = causal ? Mask::causal(0) : Mask::none();
   const AttnOut<double> ref = dense_forward(q, k, v, mask, double(s.scale));
   const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, double(s.scale));
@@ -92,22 +60,22 @@ void run(Layout layout, bool causal, index_t P, Kernel kernel, DType t, index_t 
   std::vector<Rows<double>> lse;
   for (index_t r = 0; r < P; ++r) {
     GpuRingRank& x = *own[static_cast<size_t>(r)];
-    o.push_back(as_tensor(download(x.o.data(), static_cast<size_t>(n * h * d), t), n, h, d));
+    o.push_back(as_tensor(download_t(x.o.data(), static_cast<size_t>(n * h * d), t), n, h, d));
     Rows<double> l(h, n);
-    const auto lv = download(x.lse.data(), static_cast<size_t>(h * n));
+    const auto lv = download_f(x.lse.data(), static_cast<size_t>(h * n));
     std::copy(lv.begin(), lv.end(), l.data());
     lse.push_back(l);
-    dq.push_back(as_tensor(download(x.dq.data(), static_cast<size_t>(n * h * d)), n, h, d));
-    const auto dkv = download(x.dkv_acc.data(), static_cast<size_t>(n * hk * 2 * d));
+    dq.push_back(as_tensor(download_f(x.dq.data(), static_cast<size_t>(n * h * d)), n, h, d));
+    const auto dkv = download_f(x.dkv_acc.data(), static_cast<size_t>(n * hk * 2 * d));
     dk.push_back(as_tensor({dkv.begin(), dkv.begin() + n * hk * d}, n, hk, d));
     dv.push_back(as_tensor({dkv.begin() + n * hk * d, dkv.end()}, n, hk, d));
   }
-  CHECK(rel(unshard(part, o).data, ref.o.data) < tol_o);
+  CHECK(rel(unshard(part, o).data, ref.o.data) < tol.o);
   const Rows<double> L = unshard_rows(part, lse);
-  CHECK(rel(std::vector<double>(L.data(), L.data() + L.size()), std::vector<double>(ref.lse.data(), ref.lse.data() + ref.lse.size())) < 1e-4);
-  CHECK(rel(unshard(part, dq).data, g.dq.data) < tol_g);
-  CHECK(rel(unshard(part, dk).data, g.dk.data) < tol_g);
-  CHECK(rel(unshard(part, dv).data, g.dv.data) < tol_g);
+  CHECK(lse_err(std::vector<double>(L.data(), L.data() + L.size()), ref.lse) < tol.lse);
+  CHECK(rel(unshard(part, dq).data, g.dq.data) < tol.grad);
+  CHECK(rel(unshard(part, dk).data, g.dk.data) < tol.grad);
+  CHECK(rel(unshard(part, dv).data, g.dv.data) < tol.grad);
   CHECK((world.total_bytes_sent() > 0 || P == 1));
 }
 

@@ -39,7 +39,6 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return m;
 }
 double max_abs_diff(const Rows<double>& a, const Rows<double>& b) { return max_abs_diff(lse_row(a), lse_row(b)); }
-std::string yes(bool b) { return b ? "yes" : "no"; }
 
 }  // namespace
 

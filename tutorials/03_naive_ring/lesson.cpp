@@ -19,17 +19,6 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) {
-    if (!s.empty()) s += " ";
-    s += sp.stride == 1 ? std::to_string(sp.begin) + ".." + std::to_string(sp.begin + sp.count - 1)
-                        : std::to_string(sp.begin) + ".." + std::to_string(sp.begin + (sp.count - 1) * sp.stride) +
-                              " step " + std::to_string(sp.stride);
-  }
-  return s;
-}
-std::string I(std::int64_t x) { return std::to_string(x); }
 
 }  // namespace
 
@@ -44,7 +33,7 @@ int main(int argc, char** argv) {
 
   L.step("the setup: 16 tokens on 4 ranks, contiguous, no mask, 4 query heads and 1 KV head");
   const Partition part(s.layout, s.seq, s.cp);
-  for (index_t r = 0; r < P; ++r) show("rank " + I(r) + " owns tokens", list(part.indices(r)));
+  for (index_t r = 0; r < P; ++r) show("rank " + std::to_string(r) + " owns tokens", list(part.indices(r)));
   std::printf("each rank holds Q (%lld tokens x %lld heads x %lld) and K, V (%lld tokens x %lld head x %lld)\n",
               static_cast<long long>(n), static_cast<long long>(s.heads), static_cast<long long>(s.head_dim),
               static_cast<long long>(n), static_cast<long long>(s.kv_heads), static_cast<long long>(s.head_dim));
@@ -62,19 +51,19 @@ int main(int argc, char** argv) {
     std::printf("step %d:\n", step);
     std::vector<std::vector<std::string>> rows;
     for (index_t r = 0; r < P; ++r) {
-      std::vector<std::string> row = {I(r), "", "", "", "", "", "-", "-"};
+      std::vector<std::string> row = {std::to_string(r), "", "", "", "", "", "-", "-"};
       for (const Event& ev : rep.trace.events()) {
         if (ev.phase != phase || ev.step != step || ev.rank != r) continue;
         if (ev.kind == EventKind::tile) {
-          row[1] = spans_text(ev.rows), row[2] = I(ev.peer), row[3] = spans_text(ev.cols);
-          row[4] = I(ev.pairs), row[5] = I(ev.flops);
+          row[1] = to_string(ev.rows), row[2] = std::to_string(ev.peer), row[3] = to_string(ev.cols);
+          row[4] = std::to_string(ev.pairs), row[5] = std::to_string(ev.flops);
           q_stays = q_stays && ev.rows == part.spans(r);
           schedule_agrees = schedule_agrees && ev.peer == ring_fwd_kv_block(P, r, step);
         } else if (ev.kind == EventKind::send) {
-          row[6] = ev.tensor + " " + I(ev.bytes) + " B -> " + I(ev.peer);
+          row[6] = ev.tensor + " " + std::to_string(ev.bytes) + " B -> " + std::to_string(ev.peer);
           kv_msg_bytes = ev.bytes;
         } else {
-          row[7] = ev.tensor + " " + I(ev.bytes) + " B <- " + I(ev.peer);
+          row[7] = ev.tensor + " " + std::to_string(ev.bytes) + " B <- " + std::to_string(ev.peer);
         }
       }
       rows.push_back(row);
@@ -88,7 +77,7 @@ int main(int argc, char** argv) {
   L.step("per rank: FLOPs, bytes and messages (summed from the trace)");
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < P; ++r)
-    rows.push_back({I(r), I(rep.flops_fwd[r]), I(rep.bytes_sent[r]), I(rep.bytes_recv[r]), I(rep.messages[r])});
+    rows.push_back({std::to_string(r), std::to_string(rep.flops_fwd[r]), std::to_string(rep.bytes_sent[r]), std::to_string(rep.bytes_recv[r]), std::to_string(rep.messages[r])});
   table({"rank", "fwd FLOPs", "bytes sent", "bytes recv", "messages"}, rows);
   std::int64_t sum = 0;
   for (std::int64_t f : rep.flops_fwd) sum += f;
@@ -98,9 +87,8 @@ int main(int argc, char** argv) {
   std::printf("No mask: every rank does the same work, P tiles of n x n = %lld pairs each.\n", static_cast<long long>(n * n));
 
   L.step("the result: exact (error vs dense attention, max|x - ref| / max|ref|)");
-  show("error of O", *rep.err_o);
-  show("error of LSE", *rep.err_lse);
-  show("ring equals dense attention to 1e-12", std::string(rep.max_error() < 1e-12 ? "yes" : "no"));
+  show_errors(rep);
+  show("ring equals dense attention to 1e-12", yes(rep.max_error() < 1e-12));
 
   L.step("why KV and not Q: the bytes a hop would carry if Q travelled (arithmetic, same shapes)");
   const std::int64_t b_q = n * s.heads * s.head_dim * e, b_o = n * s.heads * s.dv() * e, b_lse = s.heads * n * e;

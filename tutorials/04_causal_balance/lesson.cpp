@@ -21,7 +21,6 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string I(std::int64_t x) { return std::to_string(x); }
 
 RunSpec causal_ring(Layout layout, index_t cp, index_t seq) {
   RunSpec s;
@@ -56,11 +55,11 @@ void print_steps(const RunReport& rep) {
   std::vector<std::vector<std::string>> sec(static_cast<size_t>(rep.spec.cp));
   for (const Event& e : rep.trace.events())
     if (e.kind == EventKind::tile && e.phase == Phase::fwd)
-      sec[static_cast<size_t>(e.rank)].push_back(e.section + " " + I(e.flops));
+      sec[static_cast<size_t>(e.rank)].push_back(e.section + " " + std::to_string(e.flops));
   for (index_t r = 0; r < rep.spec.cp; ++r) {
-    std::vector<std::string> row = {I(r)};
+    std::vector<std::string> row = {std::to_string(r)};
     for (const std::string& x : sec[static_cast<size_t>(r)]) row.push_back(x);
-    row.push_back(I(rep.flops_fwd[static_cast<size_t>(r)]));
+    row.push_back(std::to_string(rep.flops_fwd[static_cast<size_t>(r)]));
     rows.push_back(row);
   }
   table({"rank", "step 0", "step 1", "step 2", "step 3", "total"}, rows);
@@ -110,7 +109,7 @@ int main(int argc, char** argv) {
     char e1[32], e2[32];
     std::snprintf(e1, sizeof e1, "%.4f", lockstep_efficiency(plan_trace(causal_ring(Layout::contiguous, N, 64 * N))));
     std::snprintf(e2, sizeof e2, "%.4f", static_cast<double>(N) / static_cast<double>(2 * N - 1));
-    rows.push_back({I(N), e1, e2});
+    rows.push_back({std::to_string(N), e1, e2});
   }
   table({"N", "efficiency", "N/(2N-1)"}, rows);
 
@@ -131,7 +130,7 @@ int main(int argc, char** argv) {
     char ratio[32], eff[32];
     std::snprintf(ratio, sizeof ratio, "%.3f", r->work_ratio);
     std::snprintf(eff, sizeof eff, "%.3f", lockstep_efficiency(r->trace));
-    rows.push_back({to_string(r->spec.layout), list(r->flops_fwd), I(sum), ratio, eff, r->max_error() < 1e-12 ? "yes" : "no"});
+    rows.push_back({to_string(r->spec.layout), list(r->flops_fwd), std::to_string(sum), ratio, eff, r->max_error() < 1e-12 ? "yes" : "no"});
   }
   table({"layout", "fwd FLOPs per rank", "sum", "max/min", "efficiency", "exact (1e-12)"}, rows);
   show("dense causal attention needs", con.dense_flops);

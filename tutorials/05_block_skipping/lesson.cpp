@@ -21,14 +21,8 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string I(std::int64_t x) { return std::to_string(x); }
 const char* shape_of(const std::string& section) {
   return section == "diagonal" ? "a" : section == "lower" ? "b" : section == "upper" ? "c" : "-";
-}
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
-  return s;
 }
 
 }  // namespace
@@ -76,11 +70,11 @@ int main(int argc, char** argv) {
   L.step("the ring schedule: which block, which section, at every step (ring_schedule.h)");
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < P; ++r) {
-    std::vector<std::string> row = {I(r)};
+    std::vector<std::string> row = {std::to_string(r)};
     for (index_t i = 0; i < P; ++i) {
       const index_t j = ring_fwd_kv_block(P, r, i);
       const RingTile t = ring_tile(s.layout, true, P, r, j, n);
-      row.push_back("j=" + I(j) + " " + t.section + " (" + shape_of(t.section) + ")");
+      row.push_back("j=" + std::to_string(j) + " " + t.section + " (" + shape_of(t.section) + ")");
     }
     rows.push_back(row);
   }
@@ -89,8 +83,8 @@ int main(int argc, char** argv) {
   rows.clear();
   for (index_t j : {index_t{1}, index_t{0}, index_t{2}}) {  // rank 1: j == r, j < r, j > r
     const RingTile t = ring_tile(s.layout, true, P, me, j, n);
-    rows.push_back({t.section, "Q [" + I(t.q0) + ", " + I(t.q0 + t.nq) + ")", "KV [" + I(t.k0) + ", " + I(t.k0 + t.nk) + ")",
-                    to_string(t.mask), I(t.nq * t.nk), I(visible_pairs(t.mask, t.nq, t.nk))});
+    rows.push_back({t.section, "Q [" + std::to_string(t.q0) + ", " + std::to_string(t.q0 + t.nq) + ")", "KV [" + std::to_string(t.k0) + ", " + std::to_string(t.k0 + t.nk) + ")",
+                    to_string(t.mask), std::to_string(t.nq * t.nk), std::to_string(visible_pairs(t.mask, t.nq, t.nk))});
   }
   table({"section", "queries", "keys", "mask", "tile area", "visible pairs"}, rows);
 
@@ -129,7 +123,7 @@ int main(int argc, char** argv) {
   rows.clear();
   for (const Event& e : rep.trace.events())
     if (e.kind == EventKind::tile && e.phase == Phase::fwd)
-      rows.push_back({I(e.rank), I(e.step), I(e.peer), e.section, e.mask, spans_text(e.rows), spans_text(e.cols), I(e.pairs), I(e.flops)});
+      rows.push_back({std::to_string(e.rank), std::to_string(e.step), std::to_string(e.peer), e.section, e.mask, to_string(e.rows), to_string(e.cols), std::to_string(e.pairs), std::to_string(e.flops)});
   table({"rank", "step", "KV of", "section", "mask", "Q tokens", "K/V tokens", "pairs", "FLOPs"}, rows);
   show("error vs dense attention below 1e-12", std::string(rep.max_error() < 1e-12 ? "yes" : "no"));
 
@@ -149,9 +143,9 @@ int main(int argc, char** argv) {
     const std::int64_t tiles = fwd_flops<std::int64_t>(area, s.heads, s.head_dim, s.dv());
     const std::int64_t useful = rep.flops_fwd[static_cast<size_t>(r)];
     full_sum += full, area_sum += tiles, useful_sum += useful;
-    rows.push_back({I(r), I(full), I(tiles), I(useful)});
+    rows.push_back({std::to_string(r), std::to_string(full), std::to_string(tiles), std::to_string(useful)});
   }
-  rows.push_back({"all", I(full_sum), I(area_sum), I(useful_sum)});
+  rows.push_back({"all", std::to_string(full_sum), std::to_string(area_sum), std::to_string(useful_sum)});
   table({"rank", "4 full blocks", "the cut tiles", "visible pairs (trace)"}, rows);
   show("dense causal attention needs", rep.dense_flops);
   show("fraction of full-block FLOPs skipped", 1.0 - static_cast<double>(useful_sum) / static_cast<double>(full_sum));

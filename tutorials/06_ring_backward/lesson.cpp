@@ -20,23 +20,6 @@
 using namespace cplab;
 using namespace cplab::lesson;
 
-namespace {
-
-std::string I(std::int64_t x) { return std::to_string(x); }
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
-  return s;
-}
-const Event* find(const Trace& t, EventKind kind, Phase phase, int step, int rank) {
-  for (const Event& e : t.events())
-    if (e.kind == kind && e.phase == phase && e.step == step && e.rank == rank) return &e;
-  return nullptr;
-}
-std::string yes(bool b) { return b ? "yes" : "no"; }
-
-}  // namespace
-
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 6: backward through the ring: what travels and when",
            "Q, O, LSE, dO and dQ stay on their rank; KV goes round again, and dK/dV ride along with it.");
@@ -54,10 +37,10 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::string>> rows;
   bool starts_there = true;
   for (index_t r = 0; r < P; ++r) {
-    const Event* f = find(t, EventKind::tile, Phase::fwd, last, static_cast<int>(r));
-    const Event* b = find(t, EventKind::tile, Phase::bwd, 0, static_cast<int>(r));
+    const Event* f = t.find(EventKind::tile, Phase::fwd, last, static_cast<int>(r));
+    const Event* b = t.find(EventKind::tile, Phase::bwd, 0, static_cast<int>(r));
     starts_there = starts_there && f->peer == b->peer && b->peer == ring_bwd_kv_block(P, r, 0);
-    rows.push_back({I(r), spans_text(part.spans(r)), I(f->peer), I(b->peer)});
+    rows.push_back({std::to_string(r), to_string(part.spans(r)), std::to_string(f->peer), std::to_string(b->peer)});
   }
   table({"rank", "its tokens: Q, O, LSE, dO, dQ", "KV block held after forward step 3", "KV block of backward step 0"}, rows);
   show("backward step 0 uses the block the forward received last (r+1): no message needed to start", yes(starts_there));
@@ -76,17 +59,17 @@ int main(int argc, char** argv) {
                 post.parts() > 1 ? "s" : "");
     rows.clear();
     for (index_t r = 0; r < P; ++r) {
-      const Event* tile = find(t, EventKind::tile, Phase::bwd, i, static_cast<int>(r));
-      const Event* snd = find(t, EventKind::send, Phase::bwd, i, static_cast<int>(r));
-      const Event* rcv = find(t, EventKind::recv, Phase::bwd, i, static_cast<int>(r));
+      const Event* tile = t.find(EventKind::tile, Phase::bwd, i, static_cast<int>(r));
+      const Event* snd = t.find(EventKind::send, Phase::bwd, i, static_cast<int>(r));
+      const Event* rcv = t.find(EventKind::recv, Phase::bwd, i, static_cast<int>(r));
       schedule_agrees = schedule_agrees && tile->peer == ring_bwd_kv_block(P, r, i) && snd->tensor == post.tensor &&
                         snd->peer == ring_bwd_dst(P, r) && rcv->peer == ring_bwd_src(P, r);
       std::string carries;
-      if (post.kv) carries += "KV of " + I(ring_bwd_kv_block(P, r, i));
-      if (post.dkv) carries += std::string(carries.empty() ? "" : " + ") + "dKV of " + I(ring_bwd_kv_block(P, r, i - 1));
-      rows.push_back({I(r), I(tile->peer), tile->section, spans_text(tile->rows), spans_text(tile->cols), I(tile->pairs),
-                      I(tile->flops), snd->tensor + " " + I(snd->bytes) + " B -> " + I(snd->peer), carries,
-                      rcv->tensor + " " + I(rcv->bytes) + " B <- " + I(rcv->peer)});
+      if (post.kv) carries += "KV of " + std::to_string(ring_bwd_kv_block(P, r, i));
+      if (post.dkv) carries += std::string(carries.empty() ? "" : " + ") + "dKV of " + std::to_string(ring_bwd_kv_block(P, r, i - 1));
+      rows.push_back({std::to_string(r), std::to_string(tile->peer), tile->section, to_string(tile->rows), to_string(tile->cols), std::to_string(tile->pairs),
+                      std::to_string(tile->flops), snd->tensor + " " + std::to_string(snd->bytes) + " B -> " + std::to_string(snd->peer), carries,
+                      rcv->tensor + " " + std::to_string(rcv->bytes) + " B <- " + std::to_string(rcv->peer)});
     }
     table({"rank", "KV of", "section", "Q tokens", "K/V tokens", "pairs", "bwd FLOPs", "sends", "carrying", "receives"}, rows);
   }
@@ -98,14 +81,14 @@ int main(int argc, char** argv) {
   bool chain = true;
   for (int i = 0; i <= last; ++i) {
     for (index_t r = 0; r < P; ++r) {
-      const Event* tile = find(t, EventKind::tile, Phase::bwd, i, static_cast<int>(r));
+      const Event* tile = t.find(EventKind::tile, Phase::bwd, i, static_cast<int>(r));
       if (tile->peer != 0) continue;
-      if (holder >= 0) chain = chain && find(t, EventKind::send, Phase::bwd, i, holder)->peer == r;  // it came from the last holder
+      if (holder >= 0) chain = chain && t.find(EventKind::send, Phase::bwd, i, holder)->peer == r;  // it came from the last holder
       holder = static_cast<int>(r);
-      const Event* next = i < last ? find(t, EventKind::send, Phase::bwd, i + 1, holder) : nullptr;
+      const Event* next = i < last ? t.find(EventKind::send, Phase::bwd, i + 1, holder) : nullptr;
       std::printf("  step %d: rank %d adds its %s tile's dK/dV (%lld pairs)%s\n", i, holder, tile->section.c_str(),
                   static_cast<long long>(tile->pairs),
-                  next ? (" -> sent to rank " + I(next->peer) + " in '" + next->tensor + "' at step " + I(i + 1)).c_str()
+                  next ? (" -> sent to rank " + std::to_string(next->peer) + " in '" + next->tensor + "' at step " + std::to_string(i + 1)).c_str()
                        : ": complete, on its owner");
     }
   }
@@ -120,7 +103,7 @@ int main(int argc, char** argv) {
   const auto rb = t.bytes_recv_per_rank(&bwd);
   rows.clear();
   for (index_t r = 0; r < P; ++r)
-    rows.push_back({I(r), I(mf[r]), I(bf[r]), I(mb[r]), I(bb[r]), I(rb[r])});
+    rows.push_back({std::to_string(r), std::to_string(mf[r]), std::to_string(bf[r]), std::to_string(mb[r]), std::to_string(bb[r]), std::to_string(rb[r])});
   table({"rank", "fwd messages", "fwd bytes", "bwd messages", "bwd bytes sent", "bwd bytes recv"}, rows);
   show("forward, closed form (P-1) * B_kv", (P - 1) * b_kv);
   show("backward, closed form 2(P-1) * B_kv (KV P-1 hops, dKV P-1 hops)", 2 * (P - 1) * b_kv);
@@ -130,7 +113,7 @@ int main(int argc, char** argv) {
   bool q_home = true, same_tiles = true, no_dq_msg = true;
   for (const Event& e : t.events()) {
     if (e.kind == EventKind::tile && e.phase == Phase::bwd) {
-      const Event* f = find(t, EventKind::tile, Phase::fwd, last - e.step, e.rank);
+      const Event* f = t.find(EventKind::tile, Phase::fwd, last - e.step, e.rank);
       same_tiles = same_tiles && f->rows == e.rows && f->cols == e.cols && f->pairs == e.pairs;
       for (const Span& sp : e.rows)
         for (index_t k = 0; k < sp.count; ++k) q_home = q_home && part.owner(sp.begin + k * sp.stride).rank == e.rank;
@@ -145,11 +128,7 @@ int main(int argc, char** argv) {
        static_cast<double>(rep.flops_bwd[0]) / static_cast<double>(rep.flops_fwd[0]));
 
   L.step("the gradients are exact (error vs dense attention, max|x - ref| / max|ref|)");
-  show("error of O", *rep.err_o);
-  show("error of LSE", *rep.err_lse);
-  show("error of dQ", *rep.err_dq);
-  show("error of dK", *rep.err_dk);
-  show("error of dV", *rep.err_dv);
+  show_errors(rep);
   const bool exact = rep.max_error() < 1e-12;
   show("every error below 1e-12", yes(exact));
 

@@ -24,18 +24,6 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string I(std::int64_t x) { return std::to_string(x); }
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
-  return s;
-}
-std::int64_t count(const std::vector<Span>& spans) {
-  std::int64_t c = 0;
-  for (const Span& sp : spans) c += sp.count;
-  return c;
-}
-std::string yes(bool b) { return b ? "yes" : "no"; }
 // per rank: bytes received and messages sent in (phase, step), and the op / tensor seen there
 struct StepComm {
   std::vector<std::int64_t> recv, sent, msgs;
@@ -78,14 +66,14 @@ int main(int argc, char** argv) {
   const std::int64_t b_kv = n * s.kv_heads * (s.head_dim + s.dv()) * 8;
 
   L.step("the setup: zigzag over 4 ranks, 8 chunks of 4 tokens (rank r: chunks r and 7-r)");
-  for (index_t r = 0; r < P; ++r) show("rank " + I(r) + " Q, K, V tokens", spans_text(part.spans(r)));
+  for (index_t r = 0; r < P; ++r) show("rank " + std::to_string(r) + " Q, K, V tokens", to_string(part.spans(r)));
   show("one rank's K and V block: n * hk * (d + dv) * 8 bytes", b_kv);
 
   L.step("forward step 0: one all-gather of K|V (from the trace)");
   const StepComm g0 = step_comm(t, Phase::fwd, 0);
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < P; ++r)
-    rows.push_back({I(r), I(g0.msgs[r]), I(g0.sent[r]), I(g0.recv[r]), I(b_kv + g0.recv[r]), I((b_kv + g0.recv[r]) / b_kv * n)});
+    rows.push_back({std::to_string(r), std::to_string(g0.msgs[r]), std::to_string(g0.sent[r]), std::to_string(g0.recv[r]), std::to_string(b_kv + g0.recv[r]), std::to_string((b_kv + g0.recv[r]) / b_kv * n)});
   std::printf("op %s\n", g0.what.c_str());
   table({"rank", "messages sent", "bytes sent", "bytes received", "K|V bytes now held", "tokens of K|V held"}, rows);
   std::printf("Every rank now has K and V of all 32 tokens; it puts them in sequence order with the layout\n"
@@ -97,11 +85,11 @@ int main(int argc, char** argv) {
   bool tiles_agree = true;
   for (const Event& e : t.events()) {
     if (e.kind != EventKind::tile || e.phase != Phase::fwd) continue;
-    rows.push_back({I(e.rank), e.section, spans_text(e.rows), spans_text(e.cols), e.mask, I(e.pairs), I(e.flops)});
-    keys[static_cast<size_t>(e.rank)] += count(e.cols);
+    rows.push_back({std::to_string(e.rank), e.section, to_string(e.rows), to_string(e.cols), e.mask, std::to_string(e.pairs), std::to_string(e.flops)});
+    keys[static_cast<size_t>(e.rank)] += span_count(e.cols);
     const std::vector<AgTile> lib = allgather_tiles(part, Packing::single(S), false, true, e.rank);
     bool found = false;
-    for (const AgTile& a : lib) found = found || (a.section == e.section && to_string(a.mask) == e.mask && a.nk == count(e.cols));
+    for (const AgTile& a : lib) found = found || (a.section == e.section && to_string(a.mask) == e.mask && a.nk == span_count(e.cols));
     tiles_agree = tiles_agree && found;
   }
   table({"rank", "section", "Q tokens", "keys", "mask", "pairs", "FLOPs"}, rows);
@@ -137,7 +125,7 @@ int main(int argc, char** argv) {
     const std::int64_t a = kv_held(plan_trace(big), own), r = kv_held(plan_trace(bring), own);
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%.1f", static_cast<double>(a) / static_cast<double>(r));
-    rows.push_back({I(cp), I(a >> 20), I(r >> 20), ratio});
+    rows.push_back({std::to_string(cp), std::to_string(a >> 20), std::to_string(r >> 20), ratio});
   }
   table({"cp", "all-gather", "ring", "ratio"}, rows);
   std::printf("All-gather's K|V stays at the full sequence whatever cp is; the ring's falls as 2/cp of it.\n");
@@ -150,7 +138,7 @@ int main(int argc, char** argv) {
     std::int64_t fl = 0;
     for (const Event& e : t.events())
       if (e.kind == EventKind::tile && e.phase == ph && e.step == step && e.rank == 0) fl += e.flops;
-    rows.push_back({I(step), sc.what, I(sc.msgs[0]), I(sc.sent[0]), I(sc.recv[0]), I(fl)});
+    rows.push_back({std::to_string(step), sc.what, std::to_string(sc.msgs[0]), std::to_string(sc.sent[0]), std::to_string(sc.recv[0]), std::to_string(fl)});
   }
   table({"bwd step", "communication", "messages (rank 0)", "bytes sent", "bytes received", "tile FLOPs"}, rows);
   std::printf("K|V is not kept from the forward (that is the memory the mode saves between the passes).\n"
@@ -161,8 +149,8 @@ int main(int argc, char** argv) {
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   rows.clear();
   for (const RunReport* r : {&rep, &rrep})
-    rows.push_back({r->spec.mode, I(r->trace.messages_sent_per_rank(&fwd)[0]), I(r->trace.bytes_sent_per_rank(&fwd)[0]),
-                    I(r->trace.messages_sent_per_rank(&bwd)[0]), I(r->trace.bytes_sent_per_rank(&bwd)[0])});
+    rows.push_back({r->spec.mode, std::to_string(r->trace.messages_sent_per_rank(&fwd)[0]), std::to_string(r->trace.bytes_sent_per_rank(&fwd)[0]),
+                    std::to_string(r->trace.messages_sent_per_rank(&bwd)[0]), std::to_string(r->trace.bytes_sent_per_rank(&bwd)[0])});
   table({"mode", "fwd messages", "fwd bytes", "bwd messages", "bwd bytes"}, rows);
   show("closed form, both modes: forward (P-1) * B_kv", (P - 1) * b_kv);
   show("closed form, both modes: backward 2(P-1) * B_kv", 2 * (P - 1) * b_kv);
@@ -172,11 +160,7 @@ int main(int argc, char** argv) {
               "while the all-gather must finish before any tile can start.\n");
 
   L.step("the result: exact (error vs dense attention, max|x - ref| / max|ref|)");
-  show("error of O", *rep.err_o);
-  show("error of LSE", *rep.err_lse);
-  show("error of dQ", *rep.err_dq);
-  show("error of dK", *rep.err_dk);
-  show("error of dV", *rep.err_dv);
+  show_errors(rep);
   const bool exact = rep.max_error() < 1e-12 && rrep.max_error() < 1e-12;
   show("every error below 1e-12 (all-gather and ring)", yes(exact));
 

@@ -24,13 +24,6 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string I(std::int64_t x) { return std::to_string(x); }
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
-  return s;
-}
-std::string yes(bool b) { return b ? "yes" : "no"; }
 RunSpec a2a_spec(index_t cp, index_t heads, index_t kv_heads) {
   RunSpec s;
   s.mode = "a2a", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
@@ -62,7 +55,7 @@ int main(int argc, char** argv) {
   L.step("before: each rank holds its zigzag tokens, every head (cp 4, 32 tokens, 8 heads, 4 KV heads)");
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < P; ++r)
-    rows.push_back({I(r), spans_text(to_spans(plan.from[r])), "heads 0.." + I(s.heads - 1), "heads 0.." + I(s.kv_heads - 1)});
+    rows.push_back({std::to_string(r), to_string(to_spans(plan.from[r])), "heads 0.." + std::to_string(s.heads - 1), "heads 0.." + std::to_string(s.kv_heads - 1)});
   table({"rank", "tokens", "Q heads", "KV heads"}, rows);
   std::printf("Attention mixes tokens but never heads: each head is an independent attention. So instead of\n"
               "passing KV around, give every rank ALL tokens of a few heads.\n");
@@ -71,12 +64,12 @@ int main(int argc, char** argv) {
   std::printf("bytes of the 'q' messages, sender down, receiver across (n * h/P * d * 8 each; '.' = kept):\n");
   rows.clear();
   for (index_t i = 0; i < P; ++i) {
-    std::vector<std::string> row = {"rank " + I(i)};
+    std::vector<std::string> row = {"rank " + std::to_string(i)};
     for (index_t g = 0; g < P; ++g) {
       std::string cell = ".";
       for (const Event& ev : t.events())
         if (ev.kind == EventKind::send && ev.phase == Phase::fwd && ev.step == 0 && ev.tensor == "q" && ev.rank == i && ev.peer == g)
-          cell = I(ev.bytes);
+          cell = std::to_string(ev.bytes);
       row.push_back(cell);
     }
     rows.push_back(row);
@@ -95,7 +88,7 @@ int main(int argc, char** argv) {
   rows.clear();
   for (const Event& ev : t.events())
     if (ev.kind == EventKind::tile && ev.phase == Phase::fwd)
-      rows.push_back({I(ev.rank), spans_text(to_spans(plan.to[static_cast<size_t>(ev.rank)])), ev.section,
+      rows.push_back({std::to_string(ev.rank), to_string(to_spans(plan.to[static_cast<size_t>(ev.rank)])), ev.section,
                       ulysses_section(ev.rank, s.kv_heads / P)});
   table({"rank", "tokens", "Q heads (tile section)", "KV heads (ulysses_section)"}, rows);
   std::printf("GQA: query head i uses KV head i / (h/hk) = i / 2, so Q heads 2g, 2g+1 need exactly KV head g.\n");
@@ -104,7 +97,7 @@ int main(int argc, char** argv) {
   rows.clear();
   for (const Event& ev : t.events())
     if (ev.kind == EventKind::tile)
-      rows.push_back({to_string(ev.phase), I(ev.rank), ev.section, spans_text(ev.rows), spans_text(ev.cols), ev.mask, I(ev.pairs), I(ev.flops)});
+      rows.push_back({to_string(ev.phase), std::to_string(ev.rank), ev.section, to_string(ev.rows), to_string(ev.cols), ev.mask, std::to_string(ev.pairs), std::to_string(ev.flops)});
   table({"phase", "rank", "section", "queries", "keys", "mask", "pairs", "FLOPs"}, rows);
   std::printf("Every rank does the same work whatever the layout: the balance comes from the heads.\n");
 
@@ -118,7 +111,7 @@ int main(int argc, char** argv) {
         if (tensors.find("'" + ev.tensor + "'") == std::string::npos) tensors += (tensors.empty() ? "'" : " '") + ev.tensor + "'";
         ++msgs, bytes += ev.bytes;
       }
-    if (msgs > 0) rows.push_back({to_string(ph), I(step), tensors, I(msgs), I(bytes)});
+    if (msgs > 0) rows.push_back({to_string(ph), std::to_string(step), tensors, std::to_string(msgs), std::to_string(bytes)});
   }
   table({"phase", "step", "all-to-all of", "messages (rank 0)", "bytes sent"}, rows);
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
@@ -136,7 +129,7 @@ int main(int argc, char** argv) {
     big.seq = 131072, big.head_dim = 128, big.dtype = "float", big.backward = false;
     RunSpec bring = big;
     bring.mode = "p2p";
-    rows.push_back({I(cp), I(plan_trace(big).bytes_sent_per_rank(&fwd)[0] >> 20), I(plan_trace(bring).bytes_sent_per_rank(&fwd)[0] >> 20)});
+    rows.push_back({std::to_string(cp), std::to_string(plan_trace(big).bytes_sent_per_rank(&fwd)[0] >> 20), std::to_string(plan_trace(bring).bytes_sent_per_rank(&fwd)[0] >> 20)});
   }
   table({"cp", "a2a", "ring"}, rows);
   std::printf("An all-to-all moves (P-1)/P of the rank's own Q, K, V, O, which shrink as cp grows; a ring rank\n"
@@ -173,11 +166,7 @@ int main(int argc, char** argv) {
   std::printf("Replication costs memory and all-to-all bytes as if the model had 4 KV heads.\n");
 
   L.step("the result: exact (error vs dense attention, max|x - ref| / max|ref|)");
-  show("error of O", *rep.err_o);
-  show("error of LSE", *rep.err_lse);
-  show("error of dQ", *rep.err_dq);
-  show("error of dK", *rep.err_dk);
-  show("error of dV", *rep.err_dv);
+  show_errors(rep);
   const bool exact = rep.max_error() < 1e-12 && rrep.max_error() < 1e-12;
   show("every error below 1e-12 (both runs)", yes(exact));
   std::printf("Each rank runs the very kernel the dense oracle runs, on whole heads: nothing is split, nothing merged.\n");

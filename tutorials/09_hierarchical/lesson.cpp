@@ -24,22 +24,10 @@ using namespace cplab::lesson;
 
 namespace {
 
-std::string I(std::int64_t x) { return std::to_string(x); }
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + I(sp.begin) + ".." + I(sp.begin + sp.count - 1);
-  return s;
-}
 std::string ints(const std::vector<int>& v) {
   std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + I(x);
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
   return "{" + s + "}";
-}
-std::string yes(bool b) { return b ? "yes" : "no"; }
-const Event* find(const Trace& t, EventKind kind, Phase phase, int step, int rank) {
-  for (const Event& e : t.events())
-    if (e.kind == kind && e.phase == phase && e.step == step && e.rank == rank) return &e;
-  return nullptr;
 }
 
 }  // namespace
@@ -62,20 +50,20 @@ int main(int argc, char** argv) {
   L.step("the rank grid: cp 8 = ICP 2 (inner all-to-all) x OCP 4 (outer ring), rank g = p*ICP + a");
   std::vector<std::vector<std::string>> rows;
   for (index_t p = 0; p < ocp; ++p) {
-    std::vector<std::string> row = {"group p = " + I(p)};
-    for (index_t a = 0; a < icp; ++a) row.push_back(I(hcp_rank(icp, p, a)));
+    std::vector<std::string> row = {"group p = " + std::to_string(p)};
+    for (index_t a = 0; a < icp; ++a) row.push_back(std::to_string(hcp_rank(icp, p, a)));
     row.push_back(ints(hcp_inner_members(icp, p)));
     rows.push_back(row);
   }
   table({"", "a = 0", "a = 1", "inner all-to-all group"}, rows);
-  for (index_t a = 0; a < icp; ++a) show("ring a = " + I(a) + " (hcp_ring_members)", ints(hcp_ring_members(icp, ocp, a)));
+  for (index_t a = 0; a < icp; ++a) show("ring a = " + std::to_string(a) + " (hcp_ring_members)", ints(hcp_ring_members(icp, ocp, a)));
   std::printf("Groups are adjacent ranks (one node: fast links for the all-to-all); rings are strided by ICP\n"
               "(across nodes: one KV block per step, hidden behind the tiles).\n");
 
   L.step("before: zigzag over all 8 ranks (16 chunks of 4 tokens), every head");
   rows.clear();
   for (index_t g = 0; g < P; ++g)
-    rows.push_back({I(g), "(" + I(pos_p[g]) + ", " + I(pos_a[g]) + ")", spans_text(part.spans(g)), "heads 0.." + I(s.heads - 1)});
+    rows.push_back({std::to_string(g), "(" + std::to_string(pos_p[g]) + ", " + std::to_string(pos_a[g]) + ")", to_string(part.spans(g)), "heads 0.." + std::to_string(s.heads - 1)});
   table({"rank", "(p, a)", "tokens", "Q heads"}, rows);
 
   L.step("forward step 0: the all-to-all inside each group (hcp_inner_plan; bytes from the trace)");
@@ -91,10 +79,10 @@ int main(int argc, char** argv) {
     for (const Event& ev : t.events())
       if (ev.kind == EventKind::send && ev.phase == Phase::fwd && ev.step == 0 && ev.rank == g) {
         sent += ev.bytes;
-        if (peers.find("->" + I(ev.peer)) == std::string::npos) peers += (peers.empty() ? "->" : " ->") + I(ev.peer);
+        if (peers.find("->" + std::to_string(ev.peer)) == std::string::npos) peers += (peers.empty() ? "->" : " ->") + std::to_string(ev.peer);
       }
-    rows.push_back({I(g), spans_text(to_spans(got)), ulysses_section(pos_a[g], s.heads / icp), ulysses_section(pos_a[g], s.kv_heads / icp),
-                    peers, I(sent)});
+    rows.push_back({std::to_string(g), to_string(to_spans(got)), ulysses_section(pos_a[g], s.heads / icp), ulysses_section(pos_a[g], s.kv_heads / icp),
+                    peers, std::to_string(sent)});
   }
   table({"rank", "tokens after", "Q heads", "KV heads", "q, k, v sent to", "bytes sent"}, rows);
   show("group p now holds super-chunks p and 7-p: the zigzag layout over 4 ranks (hcp_outer_partition)", yes(outer_zigzag));
@@ -108,12 +96,12 @@ int main(int argc, char** argv) {
     rows.clear();
     for (index_t a = 0; a < icp; ++a)
       for (int g : hcp_ring_members(icp, ocp, a)) {
-        const Event* tile = find(t, EventKind::tile, Phase::fwd, i, g);
-        const Event* snd = find(t, EventKind::send, Phase::fwd, i, g);
-        const Event* rcv = find(t, EventKind::recv, Phase::fwd, i, g);
-        rows.push_back({I(a), I(g), I(tile->peer), tile->section, spans_text(tile->rows), spans_text(tile->cols), I(tile->pairs),
-                        snd ? snd->tensor + " " + I(snd->bytes) + " B -> " + I(snd->peer) : "-",
-                        rcv ? rcv->tensor + " " + I(rcv->bytes) + " B <- " + I(rcv->peer) : "-"});
+        const Event* tile = t.find(EventKind::tile, Phase::fwd, i, g);
+        const Event* snd = t.find(EventKind::send, Phase::fwd, i, g);
+        const Event* rcv = t.find(EventKind::recv, Phase::fwd, i, g);
+        rows.push_back({std::to_string(a), std::to_string(g), std::to_string(tile->peer), tile->section, to_string(tile->rows), to_string(tile->cols), std::to_string(tile->pairs),
+                        snd ? snd->tensor + " " + std::to_string(snd->bytes) + " B -> " + std::to_string(snd->peer) : "-",
+                        rcv ? rcv->tensor + " " + std::to_string(rcv->bytes) + " B <- " + std::to_string(rcv->peer) : "-"});
       }
     table({"ring", "rank", "KV of", "section", "Q tokens", "K/V tokens", "pairs", "sends", "receives"}, rows);
   }
@@ -131,7 +119,7 @@ int main(int argc, char** argv) {
         if (ev.op == "all_to_all") in_b += ev.bytes, ++in_m, grid_ok = grid_ok && same_group;
         else out_b += ev.bytes, ++out_m, grid_ok = grid_ok && same_ring && !same_group;
       }
-      if (g < 2) rows.push_back({to_string(ph), I(g), I(in_m), I(in_b), I(out_m), I(out_b)});
+      if (g < 2) rows.push_back({to_string(ph), std::to_string(g), std::to_string(in_m), std::to_string(in_b), std::to_string(out_m), std::to_string(out_b)});
     }
   table({"phase", "rank", "a2a messages", "a2a bytes (inside)", "p2p messages", "p2p bytes (across)"}, rows);
   std::printf("(ranks 0 and 1 shown; every rank sends alike)\n");
@@ -154,8 +142,8 @@ int main(int argc, char** argv) {
   a2a.mode = "a2a", a2a.icp = a2a.ocp = 0;
   const Trace rt = plan_trace(ring);
   rows.clear();
-  rows.push_back({"a2a+p2p 2x4", I(t.bytes_sent_per_rank()[0]), I(t.messages_sent_per_rank()[0])});
-  rows.push_back({"p2p (ring of 8)", I(rt.bytes_sent_per_rank()[0]), I(rt.messages_sent_per_rank()[0])});
+  rows.push_back({"a2a+p2p 2x4", std::to_string(t.bytes_sent_per_rank()[0]), std::to_string(t.messages_sent_per_rank()[0])});
+  rows.push_back({"p2p (ring of 8)", std::to_string(rt.bytes_sent_per_rank()[0]), std::to_string(rt.messages_sent_per_rank()[0])});
   table({"mode", "bytes per rank (fwd + bwd)", "messages per rank"}, rows);
   try {
     validate(a2a);
@@ -168,11 +156,7 @@ int main(int argc, char** argv) {
               "the fast links, and each forward crosses the slow ones OCP - 1 times per rank instead of cp - 1.\n");
 
   L.step("the result: exact (error vs dense attention, max|x - ref| / max|ref|)");
-  show("error of O", *rep.err_o);
-  show("error of LSE", *rep.err_lse);
-  show("error of dQ", *rep.err_dq);
-  show("error of dK", *rep.err_dk);
-  show("error of dV", *rep.err_dv);
+  show_errors(rep);
   show("work ratio (max / min FLOPs over ranks)", rep.work_ratio);
   const bool exact = rep.max_error() < 1e-12;
   show("every error below 1e-12", yes(exact));

@@ -26,7 +26,6 @@ namespace {
 
 const index_t kCp = 3;
 
-std::string yes(bool b) { return b ? "yes" : "no"; }
 
 // a list with padding tokens marked *
 std::string marked(const std::vector<index_t>& v, const std::vector<index_t>& tokens, const Packing& pk) {

@@ -53,6 +53,13 @@ void show(const std::string& name, double x) { std::printf("%s = %s\n", name.c_s
 void show(const std::string& name, std::int64_t x) { std::printf("%s = %lld\n", name.c_str(), static_cast<long long>(x)); }
 void show(const std::string& name, const std::string& text) { std::printf("%s = %s\n", name.c_str(), text.c_str()); }
 
+void show_errors(const RunReport& rep) {
+  const std::pair<const char*, const std::optional<double>*> errs[] = {
+      {"O", &rep.err_o}, {"LSE", &rep.err_lse}, {"dQ", &rep.err_dq}, {"dK", &rep.err_dk}, {"dV", &rep.err_dv}};
+  for (const auto& [name, e] : errs)
+    if (e->has_value()) show(std::string("error of ") + name, **e);
+}
+
 std::string list(const std::vector<double>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt(v[i]);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "experiment.h"
+
 namespace cplab::lesson {
 
 class Lesson {
@@ -38,6 +40,10 @@ std::string fmt(double x);
 void show(const std::string& name, double x);
 void show(const std::string& name, std::int64_t x);
 void show(const std::string& name, const std::string& text);
+// "yes" / "no"
+inline std::string yes(bool b) { return b ? "yes" : "no"; }
+// "error of O = ..." for each error the run measured (O, LSE, dQ, dK, dV: max|x - ref| / max|ref|)
+void show_errors(const RunReport& rep);
 // [a, b, c] with fmt()
 std::string list(const std::vector<double>& v);
 std::string list(const std::vector<std::int64_t>& v);

@@ -51,15 +51,10 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     by_rank[static_cast<size_t>(e.rank)].push_back(&e);
     flops[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
   }
-  auto count = [](const std::vector<Span>& sp) {
-    index_t c = 0;
-    for (const Span& x : sp) c += x.count;
-    return c;
-  };
   for (int r = 0; r < P; ++r)
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
       if (e->rows.empty() || e->cols.empty()) continue;
-      const index_t nq = count(e->rows), nk = count(e->cols);
+      const index_t nq = span_count(e->rows), nk = span_count(e->cols);
       const index_t q0 = m.part.owner(e->rows[0].begin).local;
       // ring: keys are the peer's local tokens; other modes: keys in global order
       const index_t k0 = ring ? e->peer * n + m.part.owner(e->cols[0].begin).local : e->cols[0].begin;
@@ -86,7 +81,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     const float y = g.y + static_cast<float>(r) * cell;
     for (size_t i = 0; i < by_rank[static_cast<size_t>(r)].size(); ++i) {
       const Event* e = by_rank[static_cast<size_t>(r)][i];
-      const index_t nq = count(e->rows), nk = count(e->cols);
+      const index_t nq = span_count(e->rows), nk = span_count(e->cols);
       const index_t ntot_k = ring ? n : S;
       const float x = x3 + static_cast<float>(ring ? e->peer : static_cast<int>(i)) * cell;
       // the tile's part of the cell: its rows among the rank's n, its keys among the block's

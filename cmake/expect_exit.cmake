@@ -1,5 +1,5 @@
-# expect_exit.cmake: a ctest helper. Runs EXE with ARGS ('|'-separated) and fails unless the exit
-# status is CODE and stdout + stderr contain the literal text TEXT.
+# expect_exit.cmake: a ctest helper (bench/ and cuda/comm/ argument errors). Runs EXE with ARGS
+# ('|'-separated) and fails unless the exit status is CODE and stdout + stderr contain the literal text TEXT.
 #   cmake -DEXE=prog "-DARGS=a|b|c" -DCODE=2 "-DTEXT=message" -P expect_exit.cmake
 # What it is not: a general test driver (one command, one status, one substring).
 string(REPLACE "|" ";" _args "${ARGS}")

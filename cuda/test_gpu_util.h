@@ -1,0 +1,82 @@
+// test_gpu_util.h: what the GPU tests compare with: inputs rounded to a dtype, host <-> device copies
+// as doubles, the error measures and the per-dtype tolerances of cuda/README.md.
+//
+// What it is: for cuda/test_attention.cpp and cuda/cp/test_ring_gpu.cpp (and later GPU mode tests):
+//   rounded_tensor  tests/helpers.h's seeded uniform(-1, 1) tensor, rounded to the dtype (what the GPU sees)
+//   upload / download_f / download_t   device buffers from and to host doubles
+//   rel             max |x - ref| / max |ref| (-inf must match -inf; NaN fails): helpers.h's rel_err
+//   lse_err         absolute LSE error per unit of max(1, |LSE|)
+//   tolerance       the per-dtype tolerances (cuda/README.md)
+// What it is not: used by the library; tests only (needs doctest).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../tests/helpers.h"
+#include "check.h"
+#include "device_buffer.h"
+#include "dtype.h"
+
+namespace cplab::cuda::test {
+
+struct Tol {
+  double o, lse, grad;
+};
+inline Tol tolerance(DType t) {
+  if (t == DType::f32) return {1e-5, 1e-5, 1e-4};
+  if (t == DType::f16) return {4e-3, 1e-4, 1e-2};
+  return {2e-2, 1e-4, 5e-2};
+}
+
+inline Tensor3<double> rounded_tensor(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {
+  Tensor3<double> x = cplab::test::random_tensor<double>(n, h, d, seed);
+  for (double& e : x.data) e = round_to(e, t);
+  return x;
+}
+
+// x rounded to t, as a new device buffer, or written at byte_offset of an existing one
+inline DeviceBuffer<std::byte> upload(const std::vector<double>& x, DType t) {
+  const std::vector<std::byte> b = to_dtype(x, t);
+  DeviceBuffer<std::byte> d(b.size());
+  d.copy_from_host(b);
+  return d;
+}
+inline void upload(DeviceBuffer<std::byte>& dst, std::size_t byte_offset, const std::vector<double>& x, DType t) {
+  const std::vector<std::byte> b = to_dtype(x, t);
+  CPLAB_CUDA_CHECK(cudaMemcpy(dst.data() + byte_offset, b.data(), b.size(), cudaMemcpyHostToDevice));
+}
+// count elements of type t (or fp32) at src, as doubles
+inline std::vector<double> download_t(const std::byte* src, std::size_t count, DType t) {
+  std::vector<std::byte> b(count * dtype_size(t));
+  CPLAB_CUDA_CHECK(cudaMemcpy(b.data(), src, b.size(), cudaMemcpyDeviceToHost));
+  return from_dtype(b, t);
+}
+inline std::vector<double> download_f(const float* src, std::size_t count) {
+  std::vector<float> f(count);
+  CPLAB_CUDA_CHECK(cudaMemcpy(f.data(), src, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return {f.begin(), f.end()};
+}
+
+inline double rel(const std::vector<double>& x, const std::vector<double>& ref) {
+  REQUIRE(x.size() == ref.size());
+  return cplab::test::rel_err(x.data(), ref.data(), x.size());
+}
+
+inline double lse_err(const std::vector<double>& x, const Rows<double>& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = ref.data()[i];
+    if (std::isinf(r) || std::isinf(x[i])) {
+      if (x[i] != r) return INFINITY;
+      continue;
+    }
+    if (std::isnan(x[i])) return INFINITY;
+    worst = std::max(worst, std::abs(x[i] - r) / std::max(1.0, std::abs(r)));
+  }
+  return worst;
+}
+
+}  // namespace cplab::cuda::test
