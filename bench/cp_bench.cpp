@@ -6,16 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <memory>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "cp_ranks.h"
 #include "device.h"
 #include "error.h"
-#include "experiment.h"
 #include "inputs.h"
-#include "layout_kernels.h"
-#include "local_comm.h"
-#include "ring_gpu.h"
 #include "trace_plan.h"
 
 namespace cplab::bench {
@@ -25,6 +22,9 @@ using namespace cplab::cuda;
 namespace {
 
 constexpr double kTolerance = 2e-2;  // bf16/fp16: CP vs the one-launch baseline, max|diff| / max|baseline|
+constexpr std::int64_t kDefaultSeq = 65536;
+
+std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
 
 Layout layout_of(const std::string& s) {
   if (s == "zigzag") return Layout::zigzag;
@@ -33,9 +33,38 @@ Layout layout_of(const std::string& s) {
   throw Error("layout '" + s + "' is not one of: zigzag, striped, contiguous");
 }
 
-GpuRingSpec spec_of(const CpArgs& a) {
-  return GpuRingSpec{layout_of(a.layout), !a.no_causal, a.cp, a.seq, a.heads, a.kv_heads, a.head_dim, a.head_dim,
-                     parse_dtype(a.dtype), Kernel::v2, static_cast<float>(1.0 / std::sqrt(double(a.head_dim)))};
+GpuCpSpec spec_of(const CpArgs& a) {
+  GpuCpSpec s;
+  RunSpec& r = s.run;
+  r.mode = a.mode;
+  r.layout = layout_of(a.layout);
+  r.cp = a.cp;
+  r.heads = a.heads;
+  r.kv_heads = a.kv_heads;
+  r.head_dim = a.head_dim;
+  r.causal = !a.no_causal;
+  r.backward = a.pass == "both";
+  r.dtype = "float";  // the reference's dtype: unused on the GPU
+  if (!a.hcp.empty()) {
+    const std::vector<index_t> v = parse_int_list(a.hcp, "--hcp");
+    require(v.size() == 2, "--hcp '" + a.hcp + "' must be ICP,OCP (two integers)");
+    r.icp = v[0];
+    r.ocp = v[1];
+  }
+  if (!a.cu_seqlens.empty()) {
+    r.cu_seqlens = parse_cu_seqlens(a.cu_seqlens);
+    r.pad = a.pad;
+    if (a.seq < 0) {
+      check_cu_seqlens(r.cu_seqlens);
+      r.seq = r.packing().total();
+    }
+  } else {
+    require(!a.pad, "--pad needs --cu-seqlens (it pads each packed sequence)");
+  }
+  if (a.seq >= 0 || a.cu_seqlens.empty()) r.seq = a.seq < 0 ? kDefaultSeq : a.seq;
+  s.dtype = parse_dtype(a.dtype);
+  s.kernel = Kernel::v2;
+  return s;
 }
 
 template <class F>
@@ -44,18 +73,17 @@ double time_ms(int iters, F&& f) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
     f();
-    std::fprintf(stderr, "\r  [%-20s] %d/%d", std::string(static_cast<size_t>(20 * (i + 1) / iters), '#').c_str(), i + 1, iters);
+    std::fprintf(stderr, "\r  [%-20s] %d/%d", std::string(sz(20 * (i + 1) / iters), '#').c_str(), i + 1, iters);
   }
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
   std::fprintf(stderr, "\r%40s\r", "");
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters;
 }
 
-// rows [g, g + 1) of a (tokens, width) device array of `bytes` per element, as doubles
+// row g of a (tokens, width) device array of dtype t, as doubles (any device: unified addressing)
 std::vector<double> row(const void* base, std::int64_t g, std::int64_t width, DType t) {
-  std::vector<std::byte> b(static_cast<size_t>(width) * dtype_size(t));
-  CPLAB_CUDA_CHECK(cudaMemcpy(b.data(), static_cast<const std::byte*>(base) + static_cast<size_t>(g * width) * dtype_size(t), b.size(),
-                              cudaMemcpyDeviceToHost));
+  std::vector<std::byte> b(sz(width) * dtype_size(t));
+  CPLAB_CUDA_CHECK(cudaMemcpy(b.data(), static_cast<const std::byte*>(base) + sz(g * width) * dtype_size(t), b.size(), cudaMemcpyDefault));
   return from_dtype(b, t);
 }
 
@@ -70,166 +98,160 @@ struct Diff {
   double rel() const { return den == 0 ? num : num / den; }
 };
 
+// tokens [0, S) of one input, `width` elements each, written in `order` (order[i] = the global
+// token at row i) to device memory as dtype t, in chunks (no host copy of the whole tensor)
+void fill(std::byte* dst, Input which, const std::vector<index_t>& order, std::int64_t width, DType t) {
+  const std::size_t e = dtype_size(t), chunk = 4096;
+  for (std::size_t i0 = 0; i0 < order.size(); i0 += chunk) {
+    const std::size_t m = std::min(chunk, order.size() - i0);
+    std::vector<double> x(m * sz(width));
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::int64_t c = 0; c < width; ++c) x[i * sz(width) + sz(c)] = input_value(which, static_cast<std::uint64_t>(order[i0 + i] * width + c), t);
+    const std::vector<std::byte> b = to_dtype(x, t);
+    CPLAB_CUDA_CHECK(cudaMemcpy(dst + i0 * sz(width) * e, b.data(), b.size(), cudaMemcpyDefault));
+  }
+}
+
+// FlashAttention's convention per sequence (real lengths): 4 s^2 h d forward, causal half
+double fwd_flops(const GpuCpSpec& s) {
+  const Packing pk = s.tokens();
+  double f = 0;
+  for (index_t j = 0; j < pk.num_seqs(); ++j) f += 4.0 * double(pk.length(j)) * double(pk.length(j)) * double(s.h()) * double(s.d());
+  return s.run.causal ? f / 2 : f;
+}
+
 }  // namespace
 
 void check_cp_args(const CpArgs& a) {
-  require(a.mode == "p2p", "mode '" + a.mode + "': only p2p (the ring) runs on GPU ranks so far (allgather, a2a, a2a+p2p: not yet)");
-  require(a.backend == "local", "backend '" + a.backend +
-                                    "': only local (virtual ranks on one GPU) is wired into cplab-bench cp so far; "
-                                    "NcclComm exists (cuda/comm, cplab-comm-check)");
+  require(a.backend == "local" || a.backend == "nccl", "backend '" + a.backend + "' is not one of: local, nccl");
   require(a.pass == "fwd" || a.pass == "both", "pass '" + a.pass + "' is not one of: fwd, both");
   require(a.warmup >= 0 && a.iters >= 1, "warmup must be >= 0 and iters >= 1");
-  require(a.cp >= 1 && a.cp <= 64, "cp " + std::to_string(a.cp) + " must be in [1, 64] for virtual ranks on one GPU");
-  const GpuRingSpec s = spec_of(a);
+  require(a.cp >= 1 && a.cp <= 64, "cp " + std::to_string(a.cp) + " must be in [1, 64]");
+  const GpuCpSpec s = spec_of(a);
   require(s.dtype != DType::f32, "cplab-bench cp runs kernel v2: dtype bf16 or fp16");
   s.check();
 }
 
 int run_cp(const CpArgs& a) {
-  const GpuRingSpec s = spec_of(a);
-  const std::int64_t P = s.P, S = s.seq, n = s.n(), h = s.h, hk = s.hk, d = s.d;
+  const GpuCpSpec s = spec_of(a);
+  const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
   const bool bwd = a.pass == "both";
-  const double flops_fwd = 4.0 * double(S) * double(S) * double(h) * double(d) / (s.causal ? 2 : 1);
-  std::printf("cplab-bench cp: %s %s, cp %lld (virtual ranks, LocalComm), seq %lld, %lld heads, %lld KV heads, head dim %lld, %s, %s\n",
-              a.mode.c_str(), a.layout.c_str(), (long long)P, (long long)S, (long long)h, (long long)hk, (long long)d,
-              s.causal ? "causal" : "not causal", a.dtype.c_str());
-  std::printf("GPU: %s\nbaseline: the same attention (all %lld tokens) as one kernel launch on this GPU (ring-flash-attention's\n"
-              "'theoretic' single-GPU rate); efficiency = baseline time / CP time. FLOPs: FlashAttention's convention\n"
-              "(4 s^2 h d forward, causal half, backward 2.5x), TFLOP/s per rank = FLOPs / cp / time. The ranks share one GPU,\n"
-              "their transfers are device copies: 'hidden' is the share of transfer time overlapped with compute.\n\n",
-              device_summary().c_str(), (long long)S);
-  // ranks, filled from the index-hashed inputs (inputs.h) in each rank's local order
-  LocalWorld world(static_cast<int>(P));
-  std::vector<std::unique_ptr<GpuRingRank>> own;
-  std::vector<GpuRingRank*> ranks;
-  auto fill = [&](DeviceBuffer<std::byte>& dst, std::size_t off_elems, Input which, std::int64_t r, std::int64_t heads) {
-    std::vector<double> x(static_cast<size_t>(n * heads * d));
-    for (std::int64_t l = 0; l < n; ++l) {
-      const std::int64_t g = layout_global(s.layout, S, P, r, l);
-      for (std::int64_t e = 0; e < heads * d; ++e) x[static_cast<size_t>(l * heads * d + e)] = input_value(which, static_cast<std::uint64_t>(g * heads * d + e), s.dtype);
-    }
-    const std::vector<std::byte> b = to_dtype(x, s.dtype);
-    CPLAB_CUDA_CHECK(cudaMemcpy(dst.data() + off_elems * dtype_size(s.dtype), b.data(), b.size(), cudaMemcpyHostToDevice));
-  };
-  for (std::int64_t r = 0; r < P; ++r) {
-    own.push_back(std::make_unique<GpuRingRank>(s, world.rank(static_cast<int>(r))));
-    GpuRingRank& x = *own.back();
-    fill(x.q, 0, Input::q, r, h);
-    fill(x.kv_cur, 0, Input::k, r, hk);
-    fill(x.kv_cur, static_cast<size_t>(n * hk * d), Input::v, r, hk);
-    fill(x.dout, 0, Input::dout, r, h);
-    ranks.push_back(&x);
-  }
-  // the baseline's global tensors: the ranks' buffers concatenated, then unsharded on the GPU
   const std::size_t e = dtype_size(s.dtype);
-  DeviceBuffer<std::byte> cat(static_cast<size_t>(S * h * d) * e), gq(cat.size()), gk(static_cast<size_t>(S * hk * d) * e),
-      gv(gk.size()), gdo(cat.size()), go(cat.size());
-  auto gather = [&](DeviceBuffer<std::byte>& dst, std::int64_t width, auto member) {
-    for (std::int64_t r = 0; r < P; ++r)
-      CPLAB_CUDA_CHECK(cudaMemcpy(cat.data() + static_cast<size_t>(r * n * width) * e, member(*own[static_cast<size_t>(r)]),
-                                  static_cast<size_t>(n * width) * e, cudaMemcpyDeviceToDevice));
-    unshard_tokens(cat.data(), dst.data(), S, P, width, e, s.layout, nullptr);
-  };
-  gather(gq, h * d, [](GpuRingRank& x) { return x.q.data(); });
-  gather(gk, hk * d, [](GpuRingRank& x) { return x.kv_cur.data(); });
-  gather(gv, hk * d, [&](GpuRingRank& x) { return x.kv_cur.data() + static_cast<size_t>(n * hk * d) * e; });
-  gather(gdo, h * d, [](GpuRingRank& x) { return x.dout.data(); });
-  DeviceBuffer<float> glse(static_cast<size_t>(h * S)), gdelta(glse.size()), gdq(static_cast<size_t>(S * h * d)),
-      gdk(static_cast<size_t>(S * hk * d)), gdv(gdk.size());
-  const AttnDims dims{S, S, h, hk, d, d};
-  const MaskRule mask = s.causal ? MaskRule{MaskKind::causal, 0, nullptr, nullptr} : MaskRule{};
-  auto base_fwd = [&] { attention_forward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), mask, s.scale, go.data(), glse.data(), nullptr); };
-  auto base_bwd = [&] {
-    softmax_delta(s.dtype, S, h, d, go.data(), gdo.data(), gdelta.data(), nullptr);
-    attention_backward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(), mask,
-                       s.scale, gdq.data(), gdk.data(), gdv.data(), nullptr);
-  };
-  // the ring needs kv_cur to be the rank's own block again before each forward: keep a copy
-  std::vector<DeviceBuffer<std::byte>> kv0;
-  for (auto& x : own) {
-    kv0.emplace_back(x->kv_cur.size());
-    CPLAB_CUDA_CHECK(cudaMemcpy(kv0.back().data(), x->kv_cur.data(), x->kv_cur.size(), cudaMemcpyDeviceToDevice));
+  CPLAB_CUDA_CHECK(cudaSetDevice(0));
+  CpRanks ranks(s, a.backend);
+  std::printf("cplab-bench cp: %s%s %s, cp %lld, seq %lld%s, %lld heads, %lld KV heads, head dim %lld, %s, %s\n", a.mode.c_str(),
+              a.hcp.empty() ? "" : (" " + a.hcp).c_str(), a.layout.c_str(), (long long)P, (long long)S,
+              s.packed() ? (" (" + std::to_string(s.tokens().num_seqs()) + " packed sequences)").c_str() : "", (long long)h,
+              (long long)hk, (long long)d, s.run.causal ? "causal" : "not causal", a.dtype.c_str());
+  std::printf("ranks: %s\nGPU 0: %s\nbaseline: the same attention (all %lld tokens) as one kernel launch on GPU 0 (ring-flash-attention's\n"
+              "'theoretic' single-GPU rate); efficiency = baseline time / CP time. FLOPs: FlashAttention's convention\n"
+              "(4 s^2 h d forward per sequence, causal half, backward 2.5x), TFLOP/s per rank = FLOPs / cp / time.\n"
+              "'hidden' = the share of transfer time overlapped with compute, from all / compute-only / transfer-only runs.\n\n",
+              ranks.describe().c_str(), device_summary().c_str(), (long long)S);
+  const Partition part = s.partition();
+  for (std::int64_t r = 0; r < P; ++r) {  // the index-hashed inputs (inputs.h) in each rank's local order
+    GpuCpRank& x = ranks.rank(r);
+    const std::vector<index_t> mine = part.indices(r);
+    fill(x.q(), Input::q, mine, h * d, s.dtype);
+    fill(x.kv(), Input::k, mine, hk * d, s.dtype);
+    fill(x.kv() + sz(n * hk * d) * e, Input::v, mine, hk * dv, s.dtype);
+    fill(x.dout(), Input::dout, mine, h * dv, s.dtype);
   }
-  auto reset = [&] {
-    for (size_t r = 0; r < own.size(); ++r)
-      CPLAB_CUDA_CHECK(cudaMemcpyAsync(own[r]->kv_cur.data(), kv0[r].data(), kv0[r].size(), cudaMemcpyDeviceToDevice, own[r]->compute.get()));
+  // the baseline on GPU 0: global tensors in sequence order
+  CPLAB_CUDA_CHECK(cudaSetDevice(0));
+  const std::vector<index_t> seq_order = iota_positions(0, S);
+  DeviceBuffer<std::byte> gq(sz(S * h * d) * e), gk(sz(S * hk * d) * e), gv(sz(S * hk * dv) * e), gdo(sz(S * h * dv) * e), go(gdo.size());
+  fill(gq.data(), Input::q, seq_order, h * d, s.dtype);
+  fill(gk.data(), Input::k, seq_order, hk * d, s.dtype);
+  fill(gv.data(), Input::v, seq_order, hk * dv, s.dtype);
+  fill(gdo.data(), Input::dout, seq_order, h * dv, s.dtype);
+  DeviceBuffer<float> glse(sz(h * S)), gdelta(glse.size()), gdq(sz(S * h * d)), gdk(sz(S * hk * d)), gdv(sz(S * hk * dv));
+  const AttnDims dims{S, S, h, hk, d, dv};
+  const Mask mask = s.packed() ? token_mask(s.tokens(), seq_order, seq_order, s.run.causal) : (s.run.causal ? Mask::causal(0) : Mask::none());
+  const DeviceMask dmask(mask, S);
+  auto base_fwd = [&] { attention_forward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), dmask.rule(), s.scale(), go.data(), glse.data(), nullptr); };
+  auto base_bwd = [&] {
+    for (DeviceBuffer<float>* b : {&gdq, &gdk, &gdv}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float)));
+    softmax_delta(s.dtype, S, h, dv, go.data(), gdo.data(), gdelta.data(), nullptr);
+    attention_backward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(), dmask.rule(),
+                       s.scale(), gdq.data(), gdk.data(), gdv.data(), nullptr);
   };
-  auto cp_fwd = [&](RingWork w) { reset(); gpu_ring_forward(s, ranks, w); world.finish(); };
-  auto cp_both = [&](RingWork w) { reset(); gpu_ring_forward(s, ranks, w); gpu_ring_backward(s, ranks, w); world.finish(); };
+  std::vector<std::unique_ptr<TileTimes>> tf(ranks.groups()), tb(ranks.groups());
+  for (std::size_t g = 0; g < ranks.groups(); ++g) tf[g] = std::make_unique<TileTimes>(), tb[g] = std::make_unique<TileTimes>();
+  auto layer = [&](bool both, CpWork w, bool timed_tiles = false) {
+    ranks.run([&](std::size_t g) {
+      gpu_cp_forward(s, ranks.group(g), w, timed_tiles ? tf[g].get() : nullptr);
+      if (both) gpu_cp_backward(s, ranks.group(g), w, timed_tiles ? tb[g].get() : nullptr);
+    });
+  };
   for (int i = 0; i < a.warmup; ++i) {
-    if (bwd) cp_both(RingWork::all);
-    else cp_fwd(RingWork::all);
+    layer(bwd, CpWork::all);
     base_fwd();
     if (bwd) base_bwd();
   }
-  nlohmann::json out{{"gpu", device_summary()}, {"mode", a.mode}, {"layout", a.layout}, {"cp", P}, {"seq", S}, {"heads", h},
-                     {"kv_heads", hk}, {"head_dim", d}, {"causal", s.causal}, {"dtype", a.dtype}, {"backend", a.backend}};
-  std::printf("%-5s %11s %13s %10s %14s %13s %8s %12s\n", "pass", "CP ms", "baseline ms", "efficiency", "TFLOP/s/rank", "bytes/layer", "hidden", "max rel diff");
+  nlohmann::json out{{"gpu", device_summary()}, {"ranks", ranks.describe()}, {"mode", a.mode}, {"hcp", a.hcp}, {"layout", a.layout},
+                     {"cp", P}, {"seq", S}, {"cu_seqlens", s.run.cu_seqlens}, {"heads", h}, {"kv_heads", hk}, {"head_dim", d},
+                     {"causal", s.run.causal}, {"dtype", a.dtype}, {"backend", a.backend}, {"baseline", "one launch of cplab v2 on GPU 0"}};
+  std::printf("%-7s %9s %13s %10s %14s %13s %8s %12s\n", "pass", "CP ms", "baseline ms", "efficiency", "TFLOP/s/rank", "bytes/layer", "hidden", "max rel diff");
   bool ok = true;
   for (const std::string& pass : {std::string("fwd"), std::string("fwd+bwd")}) {
     if (pass == "fwd+bwd" && !bwd) continue;
     const bool both = pass == "fwd+bwd";
-    auto run = [&](RingWork w) { both ? cp_both(w) : cp_fwd(w); };
-    const std::uint64_t b0 = world.total_bytes_sent();
-    const double t_all = time_ms(a.iters, [&] { run(RingWork::all); });
-    const double bytes = double(world.total_bytes_sent() - b0) / a.iters;
-    const double t_comp = time_ms(a.iters, [&] { run(RingWork::compute_only); });
-    const double t_comm = time_ms(a.iters, [&] { run(RingWork::comm_only); });
+    const std::uint64_t b0 = ranks.bytes_sent();
+    const double t_all = time_ms(a.iters, [&] { layer(both, CpWork::all); });
+    const double bytes = double(ranks.bytes_sent() - b0) / a.iters;
+    const double t_comp = time_ms(a.iters, [&] { layer(both, CpWork::compute_only); });
+    const double t_comm = time_ms(a.iters, [&] { layer(both, CpWork::comm_only); });
     const double t_base = time_ms(a.iters, [&] { base_fwd(); if (both) base_bwd(); });
-    run(RingWork::all);  // the results checked below
-    CPLAB_CUDA_CHECK(cudaMemsetAsync(gdq.data(), 0, gdq.size() * sizeof(float)));
-    for (DeviceBuffer<float>* b : {&gdk, &gdv}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float)));
+    layer(both, CpWork::all);  // the results checked below
     base_fwd();
     if (both) base_bwd();
     CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
     Diff diff;
     for (int k = 0; k < 64; ++k) {  // sampled global rows
       const std::int64_t g = (S - 1) * k / 63;
-      const RankLocal rl = layout_owner(s.layout, S, P, g);
-      GpuRingRank& x = *own[static_cast<size_t>(rl.rank)];
-      diff.add(row(x.o.data(), rl.local, h * d, s.dtype), row(go.data(), g, h * d, s.dtype));
+      const RankLocal rl = part.owner(g);
+      GpuCpRank& x = ranks.rank(rl.rank);
+      diff.add(row(x.o(), rl.local, h * dv, s.dtype), row(go.data(), g, h * dv, s.dtype));
       if (both) {
-        diff.add(row(x.dq.data(), rl.local, h * d, DType::f32), row(gdq.data(), g, h * d, DType::f32));
-        diff.add(row(x.dkv_acc.data(), rl.local, hk * d, DType::f32), row(gdk.data(), g, hk * d, DType::f32));
+        diff.add(row(x.dq(), rl.local, h * d, DType::f32), row(gdq.data(), g, h * d, DType::f32));
+        diff.add(row(x.dkv(), rl.local, hk * d, DType::f32), row(gdk.data(), g, hk * d, DType::f32));
       }
     }
-    const double flops = flops_fwd * (both ? 3.5 : 1.0), hidden = t_comm > 0 ? std::clamp((t_comp + t_comm - t_all) / t_comm, 0.0, 1.0) : 1.0;
+    const double flops = fwd_flops(s) * (both ? 3.5 : 1.0), hidden = t_comm > 0 ? std::clamp((t_comp + t_comm - t_all) / t_comm, 0.0, 1.0) : 1.0;
     const bool pass_ok = diff.rel() <= kTolerance;
     ok = ok && pass_ok;
     std::printf("%-7s %9.3f %13.3f %10.3f %14.1f %13.3g %7.0f%% %12.2e %s\n", pass.c_str(), t_all, t_base, t_base / t_all,
-                flops / P / (t_all * 1e-3) / 1e12, bytes, 100 * hidden, diff.rel(), pass_ok ? "PASS" : "FAIL");
+                flops / double(P) / (t_all * 1e-3) / 1e12, bytes, 100 * hidden, diff.rel(), pass_ok ? "PASS" : "FAIL");
     out[pass] = {{"cp_ms", t_all}, {"baseline_ms", t_base}, {"efficiency", t_base / t_all}, {"compute_only_ms", t_comp},
                  {"comm_only_ms", t_comm}, {"hidden", hidden}, {"bytes_per_layer", bytes},
-                 {"tflops_per_rank", flops / P / (t_all * 1e-3) / 1e12}, {"max_rel_diff", diff.rel()}, {"pass", pass_ok}};
+                 {"tflops_per_rank", flops / double(P) / (t_all * 1e-3) / 1e12}, {"max_rel_diff", diff.rel()}, {"pass", pass_ok}};
   }
-  if (!a.trace_path.empty()) {  // the planned trace of this run with the measured tile times
-    RunSpec rs;
-    rs.mode = "p2p";
-    rs.layout = s.layout;
-    rs.cp = P;
-    rs.seq = S;
-    rs.heads = h;
-    rs.kv_heads = hk;
-    rs.head_dim = d;
-    rs.causal = s.causal;
+  if (!a.trace_path.empty()) {  // the planned trace of this run with the measured compute times
+    RunSpec rs = s.run;
     rs.backward = bwd;
-    rs.dtype = "float";
-    Trace t = plan_trace(rs);
-    RingTileTimes tf, tb;
-    reset();
-    gpu_ring_forward(s, ranks, RingWork::all, &tf);
-    if (bwd) gpu_ring_backward(s, ranks, RingWork::all, &tb);
-    world.finish();
-    CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    const Trace t = plan_trace(rs);
+    layer(bwd, CpWork::all, true);
+    // a step with several tiles (all-gather's two zigzag chunks) shares its measured time by FLOPs
+    std::map<std::tuple<int, int, int>, double> step_flops;
+    for (const cplab::Event& ev : t.events())
+      if (ev.kind == EventKind::tile) step_flops[{static_cast<int>(ev.phase), ev.step, ev.rank}] += double(ev.flops);
     Trace measured(static_cast<int>(P));
     measured.meta() = t.meta();
     measured.meta()["measured_on"] = device_summary();
+    measured.meta()["measured_backend"] = ranks.describe();
     for (cplab::Event ev : t.events()) {
-      if (ev.kind == EventKind::tile) ev.dur_us = 1e3 * (ev.phase == Phase::fwd ? tf : tb).ms(ev.step, static_cast<size_t>(ev.rank));
+      if (ev.kind == EventKind::tile) {
+        const auto [g, i] = ranks.where(ev.rank);
+        const double ms = (ev.phase == Phase::fwd ? tf : tb)[g]->ms(ev.step, i);
+        const double total = step_flops[{static_cast<int>(ev.phase), ev.step, ev.rank}];
+        ev.dur_us = 1e3 * ms * (total > 0 ? double(ev.flops) / total : 1.0);
+      }
       measured.add(ev);
     }
     measured.write(a.trace_path, false);
-    std::printf("\ntrace with the measured tile times: %s (cplab-viz --view timeline --trace %s)\n", a.trace_path.c_str(), a.trace_path.c_str());
+    std::printf("\ntrace with the measured compute times: %s (cplab-viz --view timeline --trace %s)\n", a.trace_path.c_str(),
+                a.trace_path.c_str());
   }
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);

@@ -1,14 +1,15 @@
 // cp_bench.h: `cplab-bench cp`: one context-parallel attention layer on GPU ranks, timed and checked.
 //
-// What it is: the arguments, their checks (before any CUDA call) and the run: the mode on P ranks
-// (cuda/cp: the ring so far) against the baseline of the same attention as one kernel launch on
-// this GPU, forward (and backward): ms per layer, TFLOP/s per rank, bytes moved, the fraction of
+// What it is: the arguments, their checks (before any CUDA call: the reference's mode rules via
+// GpuCpSpec::check) and the run: any mode (p2p, allgather, a2a, a2a+p2p; packed sequences with
+// --cu-seqlens) on P ranks, virtual ranks on this GPU (--backend local) or one GPU per rank
+// (--backend nccl), against the baseline of the same attention as one kernel launch on one GPU,
+// forward (and backward): ms per layer, TFLOP/s per rank, bytes moved, the fraction of
 // communication hidden behind compute, efficiency = baseline time / CP time, the CP result checked
-// against the baseline on sampled rows; a table, optional JSON, and the measured tile times as a
-// cplab trace for cplab-viz's timeline.
-// What it is not: a multi-GPU NCCL run yet (the LocalComm virtual ranks share one GPU: their
-// "links" are device copies, so report compute overlap, not link speed), or the kernel benchmark
-// (cplab-bench attention).
+// against the baseline on sampled rows; a table, optional JSON, and the measured compute times as
+// a cplab trace for cplab-viz's timeline.
+// What it is not: the kernel benchmark (cplab-bench attention), or a multi-node run (mpirun:
+// cplab-comm-check --backend mpi).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,9 @@ namespace cplab::bench {
 
 struct CpArgs {
   std::string mode = "p2p", layout = "zigzag", dtype = "bf16", backend = "local", pass = "both";
-  std::int64_t cp = 8, seq = 65536, heads = 32, kv_heads = 8, head_dim = 128;
+  std::string hcp, cu_seqlens;  // "ICP,OCP" for a2a+p2p; packed sequences "0,a,b,..."
+  bool pad = false;
+  std::int64_t cp = 8, seq = -1, heads = 32, kv_heads = 8, head_dim = 128;  // seq -1: 65536 or the packed total
   bool no_causal = false;
   int warmup = 2, iters = 5;
   std::string json_path, trace_path;

@@ -50,16 +50,19 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
 }
 
 void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
-  cmd.add_option("--mode", a.mode, "CP mode (p2p: the ring; the others do not run on GPU ranks yet)")->capture_default_str();
-  cmd.add_option("--cp", a.cp, "CP ranks (virtual ranks on this GPU)")->capture_default_str();
-  cmd.add_option("--seq", a.seq, "global tokens")->capture_default_str();
+  cmd.add_option("--mode", a.mode, "CP mode: p2p | allgather | a2a | a2a+p2p")->capture_default_str();
+  cmd.add_option("--cp", a.cp, "CP ranks")->capture_default_str();
+  cmd.add_option("--hcp", a.hcp, "a2a+p2p: ICP,OCP (inner all-to-all size x outer ring size = cp)");
+  cmd.add_option("--cu-seqlens", a.cu_seqlens, "packed sequences (THD): cumulative lengths 0,a,b,...");
+  cmd.add_flag("--pad", a.pad, "pad every packed sequence to the layout's factor");
+  cmd.add_option("--seq", a.seq, "global tokens (default 65536; with --cu-seqlens the packed total)");
   cmd.add_option("--heads", a.heads, "query heads")->capture_default_str();
   cmd.add_option("--kv-heads", a.kv_heads, "KV heads")->capture_default_str();
   cmd.add_option("--head-dim", a.head_dim, "head dim (64 or 128)")->capture_default_str();
   cmd.add_option("--layout", a.layout, "zigzag | striped | contiguous")->capture_default_str();
   cmd.add_flag("--no-causal", a.no_causal, "full attention instead of causal");
   cmd.add_option("--dtype", a.dtype, "bf16 | fp16")->capture_default_str();
-  cmd.add_option("--backend", a.backend, "local (virtual ranks on one GPU)")->capture_default_str();
+  cmd.add_option("--backend", a.backend, "local (virtual ranks on one GPU) | nccl (one GPU per rank)")->capture_default_str();
   cmd.add_option("--pass", a.pass, "fwd | both (forward + backward)")->capture_default_str();
   cmd.add_option("--warmup", a.warmup, "untimed iterations")->capture_default_str();
   cmd.add_option("--iters", a.iters, "timed iterations")->capture_default_str();
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
   add_attention_options(*attention, args);
   cplab::bench::CpArgs cp_args;
   CLI::App* cp = app.add_subcommand(
-      "cp", "one context-parallel attention layer on GPU ranks (the ring on virtual ranks of this GPU) against the same\n"
+      "cp", "one context-parallel attention layer on GPU ranks (any mode; virtual ranks of one GPU or NCCL) against the same\n"
             "attention as one kernel launch: ms, efficiency, TFLOP/s per rank, bytes moved, communication hidden, checked");
   add_cp_options(*cp, cp_args);
   try {

@@ -32,15 +32,6 @@ void unflat(const std::vector<T>& buf, std::initializer_list<Tensor3<T>*> parts)
   if (off != buf.size()) throw std::logic_error("ring: received buffer has the wrong size");
 }
 
-// the tile of ring position r holding block j: the section table, or for packed sequences all
-// local Q x the whole block under the token mask (ring_schedule.h)
-template <class T>
-RingTile plan_tile(const RingConfig<T>& cfg, int P, int r, int j) {
-  const RingTile t = ring_tile(cfg.part.layout(), cfg.causal, P, r, j, cfg.part.local_len());
-  if (cfg.packing == nullptr) return t;
-  return ring_packed_tile(t, *cfg.packing, cfg.part.indices(r), cfg.part.indices(j), cfg.causal);
-}
-
 Event tile_event(Phase phase, int step, const RingGroup& g, int r, int j, const RingTile& t,
                  const Partition& part, index_t h, index_t d, index_t dv, double dur_us) {
   return cp_tile_event(phase, g.step0 + step, g.global(r), g.global(j), t.section,
@@ -86,7 +77,7 @@ RingForward<T> ring_forward(const RingConfig<T>& cfg, const PerRank<T>& q, const
                      flat<T>({&res.k_saved[r], &res.v_saved[r]}));
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_fwd_kv_block(P, r, i));
-      const RingTile t = plan_tile(cfg, P, r, j);
+      const RingTile t = ring_plan_tile(cfg.part, cfg.packing, cfg.causal, r, j);
       const auto t0 = TileClock::now();
       if (!t.skipped) {
         Tensor3<T> o_i(t.nq, h, dv);
@@ -145,7 +136,7 @@ RingGrads<T> ring_backward(const RingConfig<T>& cfg, const PerRank<T>& q, const 
     PerRank<T> dk_step, dv_step;
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_bwd_kv_block(P, r, i));
-      const RingTile t = plan_tile(cfg, P, r, j);
+      const RingTile t = ring_plan_tile(cfg.part, cfg.packing, cfg.causal, r, j);
       dk_step.emplace_back(n, hk, d);
       dv_step.emplace_back(n, hk, dv);
       const auto t0 = TileClock::now();

@@ -44,4 +44,10 @@ RingPost ring_bwd_post(index_t P, index_t i) {
   return RingPost{true, kv, dkv, kv && dkv ? "kv+dkv" : (kv ? "kv" : "dkv")};
 }
 
+RingTile ring_plan_tile(const Partition& part, const Packing* packing, bool causal, index_t r, index_t j) {
+  const RingTile t = ring_tile(part.layout(), causal, part.cp(), r, j, part.local_len());
+  if (packing == nullptr) return t;
+  return ring_packed_tile(t, *packing, part.indices(r), part.indices(j), causal);
+}
+
 }  // namespace cplab

@@ -53,6 +53,10 @@ RingTile ring_tile(Layout layout, bool causal, index_t P, index_t r, index_t j, 
 RingTile ring_packed_tile(const RingTile& t, const Packing& p, const std::vector<index_t>& q_pos,
                           const std::vector<index_t>& k_pos, bool causal);
 
+// The tile a run computes (the one composition the CPU ring and the GPU ring share): position r of
+// a ring over `part` holding block j; ring_tile, or ring_packed_tile when `packing` is given.
+RingTile ring_plan_tile(const Partition& part, const Packing* packing, bool causal, index_t r, index_t j);
+
 // What every ring position posts at a step (all positions post alike): nothing, or one message
 // named `tensor` carrying its held KV block (kv) and/or the dKV accumulated for it (dkv); each
 // part is one (n, hk, d) K plus one (n, hk, dv) V of the run's dtype.

@@ -14,16 +14,23 @@
 // dtype; lse (h, n), dq (n, h, d), dkv = dK then dV, fp32.
 // The driving code issues every rank it owns step by step (all P for a LocalWorld, its one rank
 // under NCCL): gpu_ring_forward / gpu_ring_backward take those ranks.
-// What it is not: THD (packed) sequences yet, or a benchmark (cplab-bench cp times it).
+// A ring may be a sub-group of the communicator (the outer rings of hcp_gpu.h): its members are
+// global ranks, position p of the ring is members[p]. Packed sequences (THD, spec.packing) use
+// ring_schedule.h's packed tiles (token masks as per-row key ranges); every tile's mask is copied
+// to the device once, when the rank is built.
+// What it is not: the other modes (cp_gpu.h dispatches), or a benchmark (cplab-bench cp times it).
 #pragma once
 
 #include <vector>
 
 #include "attention.h"
 #include "comm.h"
+#include "cp_work.h"
 #include "device_buffer.h"
-#include "layout_index.h"
+#include "layout.h"
+#include "ring_schedule.h"
 #include "stream.h"
+#include "thd.h"
 
 namespace cplab::cuda {
 
@@ -35,14 +42,27 @@ struct GpuRingSpec {
   DType dtype = DType::bf16;
   Kernel kernel = Kernel::v2;
   float scale = 0.125f;
+  Packing packing = {};                   // packed sequences (THD); empty: one sequence of seq tokens
   std::int64_t n() const { return seq / P; }
-  // the layout's rules (check_partition) and the kernel's (check_supported); cplab::Error
+  bool packed() const { return !packing.cu_seqlens.empty(); }
+  // the data layout: Partition(layout, seq, P), or per packed sequence (cu_seqlens_padded)
+  Partition partition() const;
+  // the layout's rules (check_partition), seq = the packed total, and the kernel's (check_supported);
+  // cplab::Error naming the rule
   void check() const;
 };
 
 struct GpuRingRank {
-  GpuRingRank(const GpuRingSpec& s, Comm& comm);  // allocates every buffer (device memory)
+  // allocates every buffer (device memory) and copies every tile's mask to the device; `members`:
+  // the ring's global ranks in ring order (empty: the whole communicator, position = rank)
+  GpuRingRank(const GpuRingSpec& s, Comm& comm, std::vector<int> members = {});
   Comm* comm;
+  // when set, the rank's own K, V are read from here (never written) instead of kv_cur, so a
+  // forward can be repeated without restoring kv_cur (device memory laid out like kv_cur)
+  const std::byte* kv_in = nullptr;
+  const std::byte* held = nullptr;  // the KV block the last step computed with (set by the ring)
+  std::vector<int> members;  // global rank of each ring position
+  std::int64_t pos = 0;      // this rank's position in the ring
   Stream compute, transfer;
   Event computed, received;  // last compute of a step; last receive of a step
   DeviceBuffer<std::byte> q, kv_cur, kv_next, dout, o;
@@ -51,37 +71,20 @@ struct GpuRingRank {
   DeviceBuffer<float> o_acc, lse;     // (n, h, dv), (h, n)
   DeviceBuffer<float> delta, lse_t, delta_t;  // (h, n): Delta; a tile's rows of LSE and Delta
   DeviceBuffer<float> dq, dkv_acc, dkv_in, dkv_step;
+  std::vector<RingTile> fwd_tiles, bwd_tiles;    // per step: ring_plan_tile of the held block
+  std::vector<DeviceMask> fwd_masks, bwd_masks;  // their masks on the device
 };
 
-// What a run does, for benchmarks: everything, or only its tiles (and merges), or only its
-// transfers (the fraction of communication hidden behind compute is read from the three times).
-// Only `all` computes attention; the others leave the outputs meaningless.
-enum class RingWork { all, compute_only, comm_only };
+using RingWork = CpWork;
 
-// Optional per-tile GPU timing: when given, the start and end of every tile of every driven rank
-// are recorded on its compute stream; after a device synchronize, ms(step, i) is the i-th driven
-// rank's tile time at that step (0 for a skipped tile). Events are created on first use.
-class RingTileTimes {
- public:
-  void reset(std::int64_t steps, std::size_t ranks);
-  void start(std::int64_t step, std::size_t i, cudaStream_t s);
-  void stop(std::int64_t step, std::size_t i, cudaStream_t s);
-  double ms(std::int64_t step, std::size_t i) const;  // synchronizes on the stop event
-  ~RingTileTimes();
-
- private:
-  std::size_t ranks_ = 0;
-  std::vector<cudaEvent_t> start_, stop_;
-  std::vector<char> used_;
-};
-
-// kv_cur holds the rank's own K, V on entry; on return o and lse are the rank's attention output,
-// and kv_cur the block the backward starts from (TE saves it)
-void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work = RingWork::all,
-                      RingTileTimes* times = nullptr);
+// kv_in (or, when null, kv_cur) holds the rank's own K, V on entry; on return o and lse are the
+// rank's attention output, and `held` the block the backward starts from (TE saves it). With `times`, the compute of ring
+// step i is recorded as step step0 + i of the i-th driven rank (the caller reset()s it).
+void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
+                      TileTimes* times = nullptr, std::int64_t step0 = 0);
 // after gpu_ring_forward on the same ranks, with dout set: dq and dkv_acc (dK then dV of the
 // rank's own block) on return
-void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, RingWork work = RingWork::all,
-                       RingTileTimes* times = nullptr);
+void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
+                       TileTimes* times = nullptr, std::int64_t step0 = 0);
 
 }  // namespace cplab::cuda

@@ -1,0 +1,88 @@
+// cp_gpu.cpp: GpuCpRank and the mode dispatch (see cp_gpu.h).
+#include "cp_gpu.h"
+
+#include "error.h"
+
+namespace cplab::cuda {
+
+GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : mode_(s.run.mode), comm_(&c) {
+  s.check();
+  if (mode_ == "p2p") {
+    ring_ = std::make_unique<GpuRingRank>(s.ring(), c);
+    kv_ = DeviceBuffer<std::byte>(ring_->kv_cur.size());
+    ring_->kv_in = kv_.data();
+  } else if (mode_ == "allgather") {
+    ag_ = std::make_unique<GpuAgRank>(s, c);
+  } else if (mode_ == "a2a") {
+    uly_ = std::make_unique<GpuUlyssesRank>(s, c);
+  } else {
+    hcp_ = std::make_unique<GpuHcpRank>(s, c);
+  }
+}
+
+GpuCpRank::~GpuCpRank() = default;
+
+#define CPLAB_BY_MODE(ring_expr, other)          \
+  if (ring_) return ring_expr;                   \
+  if (ag_) return ag_->other;                    \
+  if (uly_) return uly_->other;                  \
+  return hcp_->other;
+
+std::byte* GpuCpRank::q() { CPLAB_BY_MODE(ring_->q.data(), q.data()) }
+std::byte* GpuCpRank::kv() { CPLAB_BY_MODE(kv_.data(), kv.data()) }
+std::byte* GpuCpRank::dout() { CPLAB_BY_MODE(ring_->dout.data(), dout.data()) }
+const std::byte* GpuCpRank::o() const { CPLAB_BY_MODE(ring_->o.data(), o.data()) }
+const float* GpuCpRank::dq() const { CPLAB_BY_MODE(ring_->dq.data(), dq.data()) }
+const float* GpuCpRank::dkv() const { CPLAB_BY_MODE(ring_->dkv_acc.data(), dkv.data()) }
+#undef CPLAB_BY_MODE
+
+const float* GpuCpRank::lse() const {
+  if (ring_) return ring_->lse.data();
+  if (ag_) return ag_->lse.data();
+  if (uly_) return uly_->lse.data();
+  return hcp_->ring.lse.data();
+}
+
+std::vector<cudaStream_t> GpuCpRank::streams() {
+  if (ring_) return {ring_->compute.get(), ring_->transfer.get()};
+  if (ag_) return {ag_->stream.get()};
+  if (uly_) return {uly_->stream.get()};
+  return {hcp_->ring.compute.get(), hcp_->ring.transfer.get()};
+}
+
+namespace {
+
+template <class R>
+std::vector<R*> pick(const std::vector<GpuCpRank*>& ranks, R* (GpuCpRank::*get)()) {
+  std::vector<R*> out;
+  for (GpuCpRank* x : ranks) {
+    R* r = (x->*get)();
+    require(r != nullptr, "a driven rank was built for another mode than the spec's");
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+void gpu_cp_forward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work, TileTimes* times) {
+  s.check();
+  if (times) times->reset(s.fwd_steps(), ranks.size());
+  const std::string& m = s.run.mode;
+  if (m == "p2p") gpu_ring_forward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
+  else if (m == "allgather") gpu_allgather_forward(s, pick(ranks, &GpuCpRank::allgather), work, times);
+  else if (m == "a2a") gpu_ulysses_forward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
+  else gpu_hcp_forward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+}
+
+void gpu_cp_backward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work, TileTimes* times) {
+  s.check();
+  if (times) times->reset(s.bwd_steps(), ranks.size());
+  const std::string& m = s.run.mode;
+  if (m == "p2p") gpu_ring_backward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
+  else if (m == "allgather") gpu_allgather_backward(s, pick(ranks, &GpuCpRank::allgather), work, times);
+  else if (m == "a2a") gpu_ulysses_backward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
+  else gpu_hcp_backward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+}
+
+}  // namespace cplab::cuda

@@ -1,0 +1,176 @@
+// test_modes_gpu.cpp: every context-parallel mode on GPU ranks (cp_gpu.h) on virtual ranks
+// (LocalWorld, cp 2..8) against the CPU reference's dense attention in double: p2p (every layout),
+// allgather (every layout), a2a (every layout), a2a+p2p (several icp x ocp), causal or not, GQA,
+// packed sequences with padding (THD) for the modes that take them; kernel v2 in bf16 and v1 in
+// fp32. Outputs O, LSE (reassembled with the reference's lse_in_place where the mode keeps it
+// head-sharded) and dQ, dK, dV of the whole sequence, within the kernels' tolerances
+// (cuda/README.md); padding tokens must come out exactly zero.
+// What it is not: a timing (cplab-bench cp), or NCCL (cuda/comm tests its one-rank path).
+// Needs a GPU: the binary skips (exit 77) without one.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cp_gpu.h"
+#include "dense_attention.h"
+#include "hierarchical_cp.h"
+#include "local_comm.h"
+#include "test_gpu_util.h"
+
+using namespace cplab;
+using namespace cplab::cuda;
+using namespace cplab::cuda::test;
+
+namespace {
+
+Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d) {
+  Tensor3<double> t(n, h, d);
+  t.data = std::move(v);
+  return t;
+}
+
+// the LSE of every rank in its data layout, from where the mode keeps it
+std::vector<Rows<double>> lse_by_rank(const GpuCpSpec& s, std::vector<std::unique_ptr<GpuCpRank>>& own) {
+  const index_t P = s.P(), S = s.S(), n = s.n(), h = s.h();
+  auto get = [&](index_t r, index_t rows, index_t cols) {
+    Rows<double> l(rows, cols);
+    const auto v = download_f(own[static_cast<size_t>(r)]->lse(), static_cast<size_t>(rows * cols));
+    std::copy(v.begin(), v.end(), l.data());
+    return l;
+  };
+  std::vector<Rows<double>> out;
+  if (own[0]->lse_in_data_layout()) {
+    for (index_t r = 0; r < P; ++r) out.push_back(get(r, h, n));
+  } else if (s.run.mode == "a2a") {
+    std::vector<Rows<double>> sharded;
+    for (index_t r = 0; r < P; ++r) sharded.push_back(get(r, h / P, S));
+    out = lse_in_place(sequence_plan(s.partition()), sharded);
+  } else {  // a2a+p2p: group p's members hold the ring's (h/icp, S/ocp) LSE
+    const index_t icp = s.run.icp, ocp = s.run.ocp;
+    out.resize(static_cast<size_t>(P));
+    for (index_t p = 0; p < ocp; ++p) {
+      std::vector<Rows<double>> sharded;
+      for (index_t a = 0; a < icp; ++a) sharded.push_back(get(hcp_rank(icp, p, a), h / icp, S / ocp));
+      const auto back = lse_in_place(hcp_inner_plan(s.partition(), icp, ocp, p), sharded);
+      for (index_t a = 0; a < icp; ++a) out[static_cast<size_t>(hcp_rank(icp, p, a))] = back[static_cast<size_t>(a)];
+    }
+  }
+  return out;
+}
+
+void run(GpuCpSpec s) {
+  s.run.scale = 1.0 / std::sqrt(double(s.run.head_dim));
+  s.check();
+  const index_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
+  const DType t = s.dtype;
+  const Tol tol = tolerance(t);
+  const auto q = rounded_tensor(S, h, d, 1, t), k = rounded_tensor(S, hk, d, 2, t), v = rounded_tensor(S, hk, dv, 3, t),
+             dout = rounded_tensor(S, h, dv, 4, t);
+  const Packing pk = s.tokens();
+  const std::vector<index_t> all = iota_positions(0, S);
+  const Mask mask = s.packed() ? token_mask(pk, all, all, s.run.causal) : (s.run.causal ? Mask::causal(0) : Mask::none());
+  const AttnOut<double> ref = dense_forward(q, k, v, mask, s.run.scale);
+  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, s.run.scale);
+  const Partition part = s.partition();
+  const auto qs = shard(part, q), ks = shard(part, k), vs = shard(part, v), ds = shard(part, dout);
+  LocalWorld world(static_cast<int>(P));
+  std::vector<std::unique_ptr<GpuCpRank>> own;
+  std::vector<GpuCpRank*> ranks;
+  const std::size_t e = dtype_size(t);
+  for (index_t r = 0; r < P; ++r) {
+    own.push_back(std::make_unique<GpuCpRank>(s, world.rank(static_cast<int>(r))));
+    GpuCpRank& x = *own.back();
+    const size_t R = static_cast<size_t>(r);
+    for (auto [dst, src] : {std::pair{x.q(), &qs[R]}, {x.kv(), &ks[R]}, {x.kv() + static_cast<size_t>(n * hk * d) * e, &vs[R]}, {x.dout(), &ds[R]}}) {
+      const std::vector<std::byte> b = to_dtype(src->data, t);
+      CPLAB_CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size(), cudaMemcpyHostToDevice));
+    }
+    ranks.push_back(&x);
+  }
+  for (int rep = 0; rep < 2; ++rep) {  // twice: the inputs must survive a run
+    gpu_cp_forward(s, ranks);
+    gpu_cp_backward(s, ranks);
+  }
+  world.finish();
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<Tensor3<double>> o, dq, dk, dvv;
+  for (index_t r = 0; r < P; ++r) {
+    GpuCpRank& x = *own[static_cast<size_t>(r)];
+    o.push_back(as_tensor(download_t(x.o(), static_cast<size_t>(n * h * dv), t), n, h, dv));
+    dq.push_back(as_tensor(download_f(x.dq(), static_cast<size_t>(n * h * d)), n, h, d));
+    const auto dkv = download_f(x.dkv(), static_cast<size_t>(n * hk * (d + dv)));
+    dk.push_back(as_tensor({dkv.begin(), dkv.begin() + n * hk * d}, n, hk, d));
+    dvv.push_back(as_tensor({dkv.begin() + n * hk * d, dkv.end()}, n, hk, dv));
+  }
+  const Tensor3<double> O = unshard(part, o), dQ = unshard(part, dq), dK = unshard(part, dk), dV = unshard(part, dvv);
+  CHECK(rel(O.data, ref.o.data) < tol.o);
+  const Rows<double> L = unshard_rows(part, lse_by_rank(s, own));
+  CHECK(lse_err(std::vector<double>(L.data(), L.data() + L.size()), ref.lse) < tol.lse);
+  CHECK(rel(dQ.data, g.dq.data) < tol.grad);
+  CHECK(rel(dK.data, g.dk.data) < tol.grad);
+  CHECK(rel(dV.data, g.dv.data) < tol.grad);
+  double padding = 0;  // padding tokens: exactly zero in every output and gradient
+  for (index_t x = 0; x < S; ++x)
+    if (!pk.real(x))
+      for (const Tensor3<double>* y : {&O, &dQ, &dK, &dV})
+        for (index_t c = 0; c < y->h * y->d; ++c) padding = std::max(padding, std::abs(y->token(x)[c]));
+  CHECK(padding == 0);
+  CHECK((world.total_bytes_sent() > 0 || P == 1));
+}
+
+GpuCpSpec spec(const std::string& mode, Layout layout, bool causal, index_t P, index_t h, index_t hk, DType t = DType::bf16,
+               index_t d = 64) {
+  GpuCpSpec s;
+  s.run.mode = mode;
+  s.run.layout = layout;
+  s.run.causal = causal;
+  s.run.cp = P;
+  s.run.seq = 2 * P * 40;  // 80 tokens a rank: tiles with tails
+  s.run.heads = h;
+  s.run.kv_heads = hk;
+  s.run.head_dim = d;
+  s.dtype = t;
+  s.kernel = t == DType::f32 ? Kernel::v1 : Kernel::v2;
+  if (t == DType::f32) s.run.head_dim = 16;
+  return s;
+}
+
+// packed: three sequences of uneven real lengths, padded to the layout's factor
+GpuCpSpec packed(GpuCpSpec s) {
+  s.run.cu_seqlens = {0, 37, 37 + 2 * s.P() * 9, 37 + 2 * s.P() * 9 + 61};
+  s.run.pad = true;
+  s.run.seq = s.run.packing().total();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gpu modes: p2p, allgather and a2a, every layout, causal or not, cp 2..8, packed (THD), equal the reference") {
+  for (const std::string mode : {"p2p", "allgather", "a2a"})
+    for (Layout layout : {Layout::zigzag, Layout::striped, Layout::contiguous})
+      for (bool causal : {true, false})
+        for (index_t P : {2, 3, 4, 8}) {
+          CAPTURE(mode);
+          CAPTURE(to_string(layout));
+          CAPTURE(causal);
+          CAPTURE(P);
+          const index_t h = mode == "a2a" ? 2 * P : 4, hk = mode == "a2a" ? P : 2;  // GQA 2:1
+          run(spec(mode, layout, causal, P, h, hk));
+          if (P == 4) run(spec(mode, layout, causal, P, h, hk, DType::f32));
+          if (P != 3) run(packed(spec(mode, layout, causal, P, h, hk)));
+        }
+}
+
+TEST_CASE("gpu modes: a2a+p2p, several icp x ocp, causal or not, equals the reference") {
+  for (auto [icp, ocp] : {std::pair<index_t, index_t>{2, 2}, {2, 4}, {4, 2}, {1, 3}, {3, 1}})
+    for (bool causal : {true, false}) {
+      CAPTURE(icp);
+      CAPTURE(ocp);
+      CAPTURE(causal);
+      GpuCpSpec s = spec("a2a+p2p", Layout::zigzag, causal, icp * ocp, 2 * icp, icp);
+      s.run.icp = icp;
+      s.run.ocp = ocp;
+      run(s);
+    }
+}

@@ -1,0 +1,56 @@
+// ulysses_gpu.h: Ulysses (all-to-all) context parallelism on GPU ranks, forward and backward.
+//
+// What it is: the GPU twin of reference/ulysses_a2a.h (--mode a2a) over all cp ranks, with the
+// reference's plan (sequence_plan: every rank ends up with the whole sequence in order) and mask
+// (ulysses_mask: causal, or the packed token mask as per-row key ranges):
+//   forward   step 0: all-to-all Q, K, V (GpuA2a): rank g gets head group g of every token;
+//             step 1: attention over the whole sequence with h/P heads, no merging;
+//             step 2: all-to-all O back. The LSE stays head-sharded (TE keeps it there).
+//   backward  step 0: dO inward; step 1: the backward; step 2: dQ, dK, dV back (fp32).
+// One stream per rank; the driver issues each phase for every driven rank before the next.
+// What it is not: pipelined (TE overlaps the all-to-alls of Q, K and V with each other), or
+// replicating KV heads: the KV heads must divide by cp (GpuCpSpec::check).
+#pragma once
+
+#include <vector>
+
+#include "a2a_gpu.h"
+#include "cp_spec.h"
+
+namespace cplab::cuda {
+
+struct GpuUlyssesRank {
+  GpuUlyssesRank(const GpuCpSpec& s, Comm& comm);  // allocates, builds the row lists and the mask
+  Comm* comm;
+  Stream stream;
+  DeviceBuffer<std::byte> q, kv, dout, o;  // data layout, dtype: (n, h, d); K|V; (n, h, dv) x2
+  DeviceBuffer<float> dq, dkv;             // data layout, fp32: (n, h, d); dK (n, hk, d) then dV (n, hk, dv)
+  // head group g (= rank) of all S tokens, sequence order: (S, h/P, d), (S, hk/P, d), (S, hk/P, dv), (S, h/P, dv) x2
+  DeviceBuffer<std::byte> qs, ks, vs, os, dos;
+  DeviceBuffer<float> lse, delta;          // (h/P, S): the LSE stays head-sharded
+  DeviceBuffer<float> dqs, dks, dvs;       // fp32, shaped like qs, ks, vs
+  DeviceBuffer<std::byte> send, recv;      // all-to-all workspaces
+  GpuA2a a_q, a_k, a_v, a_o;               // dtype: Q, K, V in; O out and dO in (same shape)
+  GpuA2a a_dq, a_dk, a_dv;                 // fp32 gradients out
+  DeviceMask mask;
+};
+
+void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work = CpWork::all,
+                         TileTimes* times = nullptr);
+void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work = CpWork::all,
+                          TileTimes* times = nullptr);
+
+// One all-to-all of every driven rank, in lockstep (pack all, exchange all, unpack all) on each
+// rank's stream: before (x -> y) or after (y -> x). Shared with hcp_gpu.cpp.
+struct A2aCall {
+  const GpuA2a* a;
+  const void* in;
+  void* out;
+  void* send;
+  void* recv;
+  Comm* comm;
+  cudaStream_t stream;
+};
+void a2a_lockstep(const std::vector<A2aCall>& calls, bool before);
+
+}  // namespace cplab::cuda
