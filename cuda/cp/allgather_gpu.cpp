@@ -53,8 +53,7 @@ AgRowLists allgather_row_lists(const Partition& part, std::int64_t hk, std::int6
   return L;
 }
 
-GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : comm(&c), r(c.rank()) {
-  s.check();
+GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : comm(checked(s, c)), r(c.rank()) {
   require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
   const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
   const std::size_t e = dtype_size(s.dtype);

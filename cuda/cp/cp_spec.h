@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "attention.h"
+#include "comm.h"
 #include "experiment.h"
 #include "layout.h"
 #include "ring_gpu.h"
@@ -49,7 +50,13 @@ struct GpuCpSpec {
   std::int64_t bwd_steps() const;
 };
 
-// the communicator, with its description compared across ranks (check_same_config)
+// the spec, as its ranks compare it across processes (Comm::check_same_config)
 std::string describe(const GpuCpSpec& s);
+
+// s.check(), then &c: lets a rank's constructor check its spec before building any member
+inline Comm* checked(const GpuCpSpec& s, Comm& c) {
+  s.check();
+  return &c;
+}
 
 }  // namespace cplab::cuda

@@ -5,7 +5,7 @@
 
 #include "error.h"
 #include "hierarchical_cp.h"
-#include "ulysses_gpu.h"  // a2a_lockstep, checked
+#include "ulysses_gpu.h"  // a2a_lockstep
 
 namespace cplab::cuda {
 
@@ -27,8 +27,6 @@ std::vector<GpuRingRank*> rings(const std::vector<GpuHcpRank*>& ranks) {
 }
 
 }  // namespace
-
-Comm* checked(const GpuCpSpec& s, Comm& c);  // ulysses_gpu.cpp
 
 GpuHcpRank::GpuHcpRank(const GpuCpSpec& s, Comm& c)
     : comm(checked(s, c)),

@@ -5,7 +5,9 @@
 // fp32. Outputs O, LSE (reassembled with the reference's lse_in_place where the mode keeps it
 // head-sharded) and dQ, dK, dV of the whole sequence, within the kernels' tolerances
 // (cuda/README.md); padding tokens must come out exactly zero.
-// What it is not: a timing (cplab-bench cp), or NCCL (cuda/comm tests its one-rank path).
+// With NCCL: every mode on one GPU per rank (a thread each) over every visible GPU (up to 8), and
+// the one-rank path on one GPU.
+// What it is not: a timing (cplab-bench cp).
 // Needs a GPU: the binary skips (exit 77) without one.
 #include <doctest/doctest.h>
 
@@ -13,9 +15,13 @@
 #include <cstring>
 
 #include "cp_gpu.h"
+#include "device.h"
 #include "dense_attention.h"
 #include "hierarchical_cp.h"
 #include "local_comm.h"
+#if CPLAB_HAVE_NCCL
+#include "nccl_comm.h"
+#endif
 #include "test_gpu_util.h"
 
 using namespace cplab;
@@ -59,7 +65,59 @@ std::vector<Rows<double>> lse_by_rank(const GpuCpSpec& s, std::vector<std::uniqu
   return out;
 }
 
-void run(GpuCpSpec s) {
+// The ranks of one run and how they are driven: a LocalWorld (this thread drives every rank) or,
+// with `nccl`, one GPU per rank, a thread each.
+struct Ranks {
+  std::unique_ptr<LocalWorld> world;
+#if CPLAB_HAVE_NCCL
+  std::vector<std::unique_ptr<NcclComm>> nccl;
+#endif
+  std::vector<std::unique_ptr<GpuCpRank>> own;
+  std::uint64_t bytes = 0;
+
+  Ranks(const GpuCpSpec& s, bool use_nccl) : own(static_cast<size_t>(s.P())) {
+    const int P = static_cast<int>(s.P());
+    if (!use_nccl) {
+      world = std::make_unique<LocalWorld>(P);
+      for (int r = 0; r < P; ++r) own[static_cast<size_t>(r)] = std::make_unique<GpuCpRank>(s, world->rank(r));
+      return;
+    }
+#if CPLAB_HAVE_NCCL
+    nccl = NcclComm::init_all(P);
+    run_per_rank(nccl, [&](NcclComm& c) { own[static_cast<size_t>(c.rank())] = std::make_unique<GpuCpRank>(s, c); });
+#endif
+  }
+  ~Ranks() {
+#if CPLAB_HAVE_NCCL
+    if (!nccl.empty()) run_per_rank(nccl, [&](NcclComm& c) { own[static_cast<size_t>(c.rank())].reset(); });
+#endif
+  }
+  // forward then backward of every rank, then every stream idle
+  void layer(const GpuCpSpec& s) {
+    if (world) {
+      std::vector<GpuCpRank*> all;
+      for (auto& x : own) all.push_back(x.get());
+      gpu_cp_forward(s, all);
+      gpu_cp_backward(s, all);
+      world->finish();
+      CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+      bytes = world->total_bytes_sent();
+      return;
+    }
+#if CPLAB_HAVE_NCCL
+    run_per_rank(nccl, [&](NcclComm& c) {
+      GpuCpRank& x = *own[static_cast<size_t>(c.rank())];
+      gpu_cp_forward(s, {&x});
+      gpu_cp_backward(s, {&x});
+      for (cudaStream_t st : x.streams()) c.synchronize(st);
+    });
+    bytes = 0;
+    for (auto& c : nccl) bytes += c->bytes_sent();
+#endif
+  }
+};
+
+void run(GpuCpSpec s, bool use_nccl = false) {
   s.run.scale = 1.0 / std::sqrt(double(s.run.head_dim));
   s.check();
   const index_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
@@ -74,26 +132,18 @@ void run(GpuCpSpec s) {
   const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, s.run.scale);
   const Partition part = s.partition();
   const auto qs = shard(part, q), ks = shard(part, k), vs = shard(part, v), ds = shard(part, dout);
-  LocalWorld world(static_cast<int>(P));
-  std::vector<std::unique_ptr<GpuCpRank>> own;
-  std::vector<GpuCpRank*> ranks;
+  Ranks ranks(s, use_nccl);
+  std::vector<std::unique_ptr<GpuCpRank>>& own = ranks.own;
   const std::size_t e = dtype_size(t);
-  for (index_t r = 0; r < P; ++r) {
-    own.push_back(std::make_unique<GpuCpRank>(s, world.rank(static_cast<int>(r))));
-    GpuCpRank& x = *own.back();
+  for (index_t r = 0; r < P; ++r) {  // (cudaMemcpyDefault: a rank's memory may be on another GPU)
+    GpuCpRank& x = *own[static_cast<size_t>(r)];
     const size_t R = static_cast<size_t>(r);
     for (auto [dst, src] : {std::pair{x.q(), &qs[R]}, {x.kv(), &ks[R]}, {x.kv() + static_cast<size_t>(n * hk * d) * e, &vs[R]}, {x.dout(), &ds[R]}}) {
       const std::vector<std::byte> b = to_dtype(src->data, t);
-      CPLAB_CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size(), cudaMemcpyHostToDevice));
+      CPLAB_CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size(), cudaMemcpyDefault));
     }
-    ranks.push_back(&x);
   }
-  for (int rep = 0; rep < 2; ++rep) {  // twice: the inputs must survive a run
-    gpu_cp_forward(s, ranks);
-    gpu_cp_backward(s, ranks);
-  }
-  world.finish();
-  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  for (int rep = 0; rep < 2; ++rep) ranks.layer(s);  // twice: the inputs must survive a run
   std::vector<Tensor3<double>> o, dq, dk, dvv;
   for (index_t r = 0; r < P; ++r) {
     GpuCpRank& x = *own[static_cast<size_t>(r)];
@@ -116,7 +166,7 @@ void run(GpuCpSpec s) {
       for (const Tensor3<double>* y : {&O, &dQ, &dK, &dV})
         for (index_t c = 0; c < y->h * y->d; ++c) padding = std::max(padding, std::abs(y->token(x)[c]));
   CHECK(padding == 0);
-  CHECK((world.total_bytes_sent() > 0 || P == 1));
+  CHECK((ranks.bytes > 0 || P == 1));
 }
 
 GpuCpSpec spec(const std::string& mode, Layout layout, bool causal, index_t P, index_t h, index_t hk, DType t = DType::bf16,
@@ -174,3 +224,26 @@ TEST_CASE("gpu modes: a2a+p2p, several icp x ocp, causal or not, equals the refe
       run(s);
     }
 }
+
+#if CPLAB_HAVE_NCCL
+TEST_CASE("gpu modes over NCCL: every mode on one GPU per rank (every visible GPU, up to 8), and the one-rank path") {
+  const index_t gpus = std::min(device_count(), 8);
+  REQUIRE(gpus >= 1);
+  std::vector<index_t> sizes{1};  // the one-rank path, then every GPU
+  if (gpus > 1) sizes.push_back(gpus);
+  for (index_t P : sizes) {
+    for (const std::string mode : {"p2p", "allgather", "a2a"}) {
+      CAPTURE(mode);
+      CAPTURE(P);
+      run(spec(mode, Layout::zigzag, true, P, 2 * P, P), true);
+      run(packed(spec(mode, Layout::zigzag, true, P, 2 * P, P)), true);
+    }
+    if (P % 2 == 0) {
+      GpuCpSpec s = spec("a2a+p2p", Layout::zigzag, true, P, 4, 2);
+      s.run.icp = 2;
+      s.run.ocp = P / 2;
+      run(s, true);
+    }
+  }
+}
+#endif

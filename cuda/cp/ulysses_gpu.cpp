@@ -15,18 +15,10 @@ Mask mask_of(const GpuCpSpec& s) { return ulysses_mask(s.tokens(), s.packed(), s
 
 }  // namespace
 
-Comm* checked(const GpuCpSpec& s, Comm& c);
-
 void a2a_lockstep(const std::vector<A2aCall>& calls, bool before) {
   for (const A2aCall& c : calls) before ? c.a->pack_before(c.in, c.send, c.stream) : c.a->pack_after(c.in, c.send, c.stream);
   for (const A2aCall& c : calls) c.a->exchange(c.send, c.recv, *c.comm, c.stream);
   for (const A2aCall& c : calls) before ? c.a->unpack_before(c.recv, c.out, c.stream) : c.a->unpack_after(c.recv, c.out, c.stream);
-}
-
-// the spec's rules, checked before any member is built
-Comm* checked(const GpuCpSpec& s, Comm& c) {
-  s.check();
-  return &c;
 }
 
 GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c) : comm(checked(s, c)), mask(mask_of(s), s.S()) {
