@@ -3,7 +3,7 @@
 //
 // What it is: for cuda/test_attention.cpp and cuda/cp/test_ring_gpu.cpp (and later GPU mode tests):
 //   rounded_tensor  tests/helpers.h's seeded uniform(-1, 1) tensor, rounded to the dtype (what the GPU sees)
-//   upload / download_f / download_t   device buffers from and to host doubles
+//   upload / download_f / download_t / as_tensor   device buffers from and to host doubles
 //   rel             max |x - ref| / max |ref| (-inf must match -inf; NaN fails): helpers.h's rel_err
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
 //   tolerance       the per-dtype tolerances (cuda/README.md)
@@ -58,6 +58,14 @@ inline std::vector<double> download_f(const float* src, std::size_t count) {
   std::vector<float> f(count);
   CPLAB_CUDA_CHECK(cudaMemcpy(f.data(), src, count * sizeof(float), cudaMemcpyDeviceToHost));
   return {f.begin(), f.end()};
+}
+
+// a downloaded (n, h, d) tensor
+inline Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d) {
+  Tensor3<double> t(n, h, d);
+  REQUIRE(v.size() == t.data.size());
+  t.data = std::move(v);
+  return t;
 }
 
 inline double rel(const std::vector<double>& x, const std::vector<double>& ref) {

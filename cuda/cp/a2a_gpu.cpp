@@ -90,4 +90,24 @@ void GpuA2a::exchange(const void* send, void* recv, Comm& comm, cudaStream_t st)
   comm.all_to_all(send, recv, block_, group_, st);
 }
 
+A2aSet::A2aSet(const A2aPlan& plan, std::int64_t me, const GpuCpSpec& s)
+    : q(plan, me, s.h(), s.d(), dtype_size(s.dtype)),
+      k(plan, me, s.hk(), s.d(), dtype_size(s.dtype)),
+      v(plan, me, s.hk(), s.dv(), dtype_size(s.dtype)),
+      o(plan, me, s.h(), s.dv(), dtype_size(s.dtype)),
+      dq(plan, me, s.h(), s.d(), sizeof(float)),
+      dk(plan, me, s.hk(), s.d(), sizeof(float)),
+      dv(plan, me, s.hk(), s.dv(), sizeof(float)) {
+  std::size_t ws = 0;
+  for (const GpuA2a* a : {&q, &k, &v, &o, &dq, &dk, &dv}) ws = std::max(ws, a->bytes());
+  send = DeviceBuffer<std::byte>(ws);
+  recv = DeviceBuffer<std::byte>(ws);
+}
+
+void a2a_lockstep(const std::vector<A2aCall>& calls, bool before) {
+  for (const A2aCall& c : calls) before ? c.a->pack_before(c.in, c.send, c.stream) : c.a->pack_after(c.in, c.send, c.stream);
+  for (const A2aCall& c : calls) c.a->exchange(c.send, c.recv, *c.comm, c.stream);
+  for (const A2aCall& c : calls) before ? c.a->unpack_before(c.recv, c.out, c.stream) : c.a->unpack_after(c.recv, c.out, c.stream);
+}
+
 }  // namespace cplab::cuda

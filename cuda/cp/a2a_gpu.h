@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "comm.h"
+#include "cp_spec.h"
 #include "row_moves.h"
 #include "ulysses_a2a.h"
 
@@ -59,5 +60,36 @@ class GpuA2a {
   std::size_t block_ = 0;
   RowMoves pack_before_, unpack_before_, pack_after_, unpack_after_;
 };
+
+// The all-to-alls of one member of an a2a group (Ulysses over all ranks, a2a+p2p's inner groups):
+// one GpuA2a per tensor shape (dtype: Q, K, V, and O out / dO in; fp32: dQ, dK, dV back) and the
+// send / recv workspaces they share (sized for the largest).
+struct A2aSet {
+  A2aSet(const A2aPlan& plan, std::int64_t me, const GpuCpSpec& s);
+  GpuA2a q, k, v, o, dq, dk, dv;
+  DeviceBuffer<std::byte> send, recv;
+};
+
+// One all-to-all of every driven member, in lockstep (pack all, exchange all, unpack all) on each
+// member's stream: before (in = x -> out = y) or after (in = y -> out = x).
+struct A2aCall {
+  const GpuA2a* a;
+  const void* in;
+  void* out;
+  void* send;
+  void* recv;
+  Comm* comm;
+  cudaStream_t stream;
+};
+void a2a_lockstep(const std::vector<A2aCall>& calls, bool before);
+
+// The calls of tensor `which` for ranks with an A2aSet `a2a`, a Comm* `comm` and main_stream();
+// in(rank) and out(rank) give the buffers.
+template <class Rank, class In, class Out>
+void a2a_all(const std::vector<Rank*>& ranks, GpuA2a A2aSet::*which, bool before, In in, Out out) {
+  std::vector<A2aCall> c;
+  for (Rank* x : ranks) c.push_back({&(x->a2a.*which), in(*x), out(*x), x->a2a.send.data(), x->a2a.recv.data(), x->comm, x->main_stream()});
+  a2a_lockstep(c, before);
+}
 
 }  // namespace cplab::cuda

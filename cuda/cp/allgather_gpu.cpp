@@ -53,18 +53,12 @@ AgRowLists allgather_row_lists(const Partition& part, std::int64_t hk, std::int6
   return L;
 }
 
-GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : comm(checked(s, c)), r(c.rank()) {
+GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : RankIO(s), comm(&c), r(c.rank()) {
   require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
   const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
   const std::size_t e = dtype_size(s.dtype);
   const std::int64_t kvw = hk * (d + dv);  // K|V elements per token
-  q = DeviceBuffer<std::byte>(sz(n * h * d) * e);
-  kv = DeviceBuffer<std::byte>(sz(n * kvw) * e);
-  dout = DeviceBuffer<std::byte>(sz(n * h * dv) * e);
-  o = DeviceBuffer<std::byte>(sz(n * h * dv) * e);
   for (DeviceBuffer<float>* b : {&lse, &lse_t, &delta, &delta_t}) *b = DeviceBuffer<float>(sz(h * n));
-  dq = DeviceBuffer<float>(sz(n * h * d));
-  dkv = DeviceBuffer<float>(sz(n * kvw));
   gathered = DeviceBuffer<std::byte>(sz(P * n * kvw) * e);
   kv_seq = DeviceBuffer<std::byte>(sz(S * kvw) * e);
   dkv_seq = DeviceBuffer<float>(sz(S * kvw));

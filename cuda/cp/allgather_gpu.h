@@ -32,13 +32,12 @@ struct AgRowLists {
 };
 AgRowLists allgather_row_lists(const Partition& part, std::int64_t hk, std::int64_t d, std::int64_t dv, std::size_t elem);
 
-struct GpuAgRank {
+struct GpuAgRank : RankIO {  // RankIO: q, kv, dout, o, dq, dkv in the data layout
   GpuAgRank(const GpuCpSpec& s, Comm& comm);  // allocates, builds the row lists and the tiles' masks
   Comm* comm;
   std::int64_t r;  // rank
   Stream stream;
-  DeviceBuffer<std::byte> q, kv, dout, o;      // data layout, dtype: (n, h, d); K|V; (n, h, dv) x2
-  DeviceBuffer<float> lse, dq, dkv;            // (h, n); (n, h, d); dK (n, hk, d) then dV (n, hk, dv)
+  DeviceBuffer<float> lse;                     // (h, n), data layout
   DeviceBuffer<std::byte> gathered, kv_seq;    // (P, K|V) rank order; K (S, hk, d) then V (S, hk, dv)
   DeviceBuffer<float> lse_t, delta, delta_t;   // (h, n)
   DeviceBuffer<float> dkv_seq;                 // dK (S, hk, d) then dV (S, hk, dv), sequence order

@@ -13,28 +13,24 @@ GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : mode_(s.run.mode), comm_(&c)
     ring_->kv_in = kv_.data();
   } else if (mode_ == "allgather") {
     ag_ = std::make_unique<GpuAgRank>(s, c);
+    io_ = ag_.get();
   } else if (mode_ == "a2a") {
     uly_ = std::make_unique<GpuUlyssesRank>(s, c);
+    io_ = uly_.get();
   } else {
     hcp_ = std::make_unique<GpuHcpRank>(s, c);
+    io_ = hcp_.get();
   }
 }
 
 GpuCpRank::~GpuCpRank() = default;
 
-#define CPLAB_BY_MODE(ring_expr, other)          \
-  if (ring_) return ring_expr;                   \
-  if (ag_) return ag_->other;                    \
-  if (uly_) return uly_->other;                  \
-  return hcp_->other;
-
-std::byte* GpuCpRank::q() { CPLAB_BY_MODE(ring_->q.data(), q.data()) }
-std::byte* GpuCpRank::kv() { CPLAB_BY_MODE(kv_.data(), kv.data()) }
-std::byte* GpuCpRank::dout() { CPLAB_BY_MODE(ring_->dout.data(), dout.data()) }
-const std::byte* GpuCpRank::o() const { CPLAB_BY_MODE(ring_->o.data(), o.data()) }
-const float* GpuCpRank::dq() const { CPLAB_BY_MODE(ring_->dq.data(), dq.data()) }
-const float* GpuCpRank::dkv() const { CPLAB_BY_MODE(ring_->dkv_acc.data(), dkv.data()) }
-#undef CPLAB_BY_MODE
+std::byte* GpuCpRank::q() { return ring_ ? ring_->q.data() : io_->q.data(); }
+std::byte* GpuCpRank::kv() { return ring_ ? kv_.data() : io_->kv.data(); }
+std::byte* GpuCpRank::dout() { return ring_ ? ring_->dout.data() : io_->dout.data(); }
+const std::byte* GpuCpRank::o() const { return ring_ ? ring_->o.data() : io_->o.data(); }
+const float* GpuCpRank::dq() const { return ring_ ? ring_->dq.data() : io_->dq.data(); }
+const float* GpuCpRank::dkv() const { return ring_ ? ring_->dkv_acc.data() : io_->dkv.data(); }
 
 const float* GpuCpRank::lse() const {
   if (ring_) return ring_->lse.data();

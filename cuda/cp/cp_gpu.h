@@ -59,6 +59,7 @@ class GpuCpRank {
   std::unique_ptr<GpuAgRank> ag_;
   std::unique_ptr<GpuUlyssesRank> uly_;
   std::unique_ptr<GpuHcpRank> hcp_;
+  RankIO* io_ = nullptr;  // the data-layout tensors of ag_, uly_ or hcp_
 };
 
 // every driven rank through the mode (TileTimes: reset to s.fwd_steps() / s.bwd_steps() steps x

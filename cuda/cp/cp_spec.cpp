@@ -44,6 +44,22 @@ void GpuCpSpec::check() const {
   check_supported(kernel, dtype, dims);
 }
 
+namespace {
+std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
+std::size_t checked_size(const GpuCpSpec& s, std::int64_t elems) {
+  s.check();
+  return sz(elems);
+}
+}  // namespace
+
+RankIO::RankIO(const GpuCpSpec& s)
+    : q(checked_size(s, s.n() * s.h() * s.d()) * dtype_size(s.dtype)),
+      kv(sz(s.n() * s.hk() * (s.d() + s.dv())) * dtype_size(s.dtype)),
+      dout(sz(s.n() * s.h() * s.dv()) * dtype_size(s.dtype)),
+      o(sz(s.n() * s.h() * s.dv()) * dtype_size(s.dtype)),
+      dq(sz(s.n() * s.h() * s.d())),
+      dkv(sz(s.n() * s.hk() * (s.d() + s.dv()))) {}
+
 std::string describe(const GpuCpSpec& s) {
   std::string t = "mode=" + s.run.mode + " layout=" + to_string(s.run.layout) + " cp=" + std::to_string(s.P()) +
                   " seq=" + std::to_string(s.S()) + " heads=" + std::to_string(s.h()) + "/" + std::to_string(s.hk()) +

@@ -17,6 +17,7 @@
 
 #include "attention.h"
 #include "comm.h"
+#include "device_buffer.h"
 #include "experiment.h"
 #include "layout.h"
 #include "ring_gpu.h"
@@ -50,13 +51,17 @@ struct GpuCpSpec {
   std::int64_t bwd_steps() const;
 };
 
+// A rank's tensors in its data layout (partition()): inputs q (n, h, d), kv = K (n, hk, d) then
+// V (n, hk, dv), dout (n, h, dv) of the dtype; outputs o (n, h, dv) of the dtype, dq (n, h, d) and
+// dkv = dK then dV, fp32. The base of the all-gather, a2a and a2a+p2p ranks (the ring keeps its own).
+struct RankIO {
+  explicit RankIO(const GpuCpSpec& s);  // s.check(), then allocates
+  DeviceBuffer<std::byte> q, kv, dout, o;
+  DeviceBuffer<float> dq, dkv;
+};
+
 // the spec, as its ranks compare it across processes (Comm::check_same_config)
 std::string describe(const GpuCpSpec& s);
 
-// s.check(), then &c: lets a rank's constructor check its spec before building any member
-inline Comm* checked(const GpuCpSpec& s, Comm& c) {
-  s.check();
-  return &c;
-}
 
 }  // namespace cplab::cuda

@@ -20,15 +20,13 @@
 
 namespace cplab::cuda {
 
-struct GpuHcpRank {
+struct GpuHcpRank : RankIO {  // RankIO: q, kv, dout, o, dq, dkv in the data layout
   GpuHcpRank(const GpuCpSpec& s, Comm& comm);
   Comm* comm;
-  std::int64_t p = 0, a = 0;               // inner group, position in it (rank = p*icp + a)
-  DeviceBuffer<std::byte> q, kv, dout, o;  // data layout, dtype
-  DeviceBuffer<float> dq, dkv;             // data layout, fp32
-  GpuRingRank ring;                        // the outer ring's rank: h/icp heads, S/ocp tokens
-  DeviceBuffer<std::byte> send, recv;      // all-to-all workspaces
-  GpuA2a a_q, a_k, a_v, a_o, a_dq, a_dk, a_dv;
+  std::int64_t p = 0, a = 0;  // inner group, position in it (rank = p*icp + a)
+  GpuRingRank ring;           // the outer ring's rank: h/icp heads, S/ocp tokens
+  A2aSet a2a;                 // hcp_inner_plan of group p
+  cudaStream_t main_stream() { return ring.compute.get(); }
 };
 
 void gpu_hcp_forward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, CpWork work = CpWork::all,

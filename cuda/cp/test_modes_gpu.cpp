@@ -30,12 +30,6 @@ using namespace cplab::cuda::test;
 
 namespace {
 
-Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d) {
-  Tensor3<double> t(n, h, d);
-  t.data = std::move(v);
-  return t;
-}
-
 // the LSE of every rank in its data layout, from where the mode keeps it
 std::vector<Rows<double>> lse_by_rank(const GpuCpSpec& s, std::vector<std::unique_ptr<GpuCpRank>>& own) {
   const index_t P = s.P(), S = s.S(), n = s.n(), h = s.h();

@@ -23,12 +23,6 @@ using namespace cplab::cuda::test;
 
 namespace {
 
-Tensor3<double> as_tensor(std::vector<double> v, index_t n, index_t h, index_t d) {
-  Tensor3<double> t(n, h, d);
-  t.data = std::move(v);
-  return t;
-}
-
 void run(Layout layout, bool causal, index_t P, Kernel kernel, DType t, index_t d, index_t h, index_t hk) {
   const index_t seq = 2 * P * 40;  // 80 tokens a rank: tiles with tails
   GpuRingSpec s{layout, causal, P, seq, h, hk, d, d, t, kernel, static_cast<float>(1.0 / std::sqrt(double(d)))};

@@ -15,23 +15,14 @@ Mask mask_of(const GpuCpSpec& s) { return ulysses_mask(s.tokens(), s.packed(), s
 
 }  // namespace
 
-void a2a_lockstep(const std::vector<A2aCall>& calls, bool before) {
-  for (const A2aCall& c : calls) before ? c.a->pack_before(c.in, c.send, c.stream) : c.a->pack_after(c.in, c.send, c.stream);
-  for (const A2aCall& c : calls) c.a->exchange(c.send, c.recv, *c.comm, c.stream);
-  for (const A2aCall& c : calls) before ? c.a->unpack_before(c.recv, c.out, c.stream) : c.a->unpack_after(c.recv, c.out, c.stream);
-}
-
-GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c) : comm(checked(s, c)), mask(mask_of(s), s.S()) {
+GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c)
+    : RankIO(s),
+      comm(&c),
+      a2a(sequence_plan(s.partition()), c.rank(), s),
+      mask(mask_of(s), s.S()) {
   require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
-  const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
-  const std::int64_t hg = h / P, hkg = hk / P;
+  const std::int64_t P = s.P(), S = s.S(), d = s.d(), dv = s.dv(), hg = s.h() / P, hkg = s.hk() / P;
   const std::size_t e = dtype_size(s.dtype);
-  q = DeviceBuffer<std::byte>(sz(n * h * d) * e);
-  kv = DeviceBuffer<std::byte>(sz(n * hk * (d + dv)) * e);
-  dout = DeviceBuffer<std::byte>(sz(n * h * dv) * e);
-  o = DeviceBuffer<std::byte>(sz(n * h * dv) * e);
-  dq = DeviceBuffer<float>(sz(n * h * d));
-  dkv = DeviceBuffer<float>(sz(n * hk * (d + dv)));
   qs = DeviceBuffer<std::byte>(sz(S * hg * d) * e);
   ks = DeviceBuffer<std::byte>(sz(S * hkg * d) * e);
   vs = DeviceBuffer<std::byte>(sz(S * hkg * dv) * e);
@@ -42,19 +33,6 @@ GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c) : comm(checked(s, c)
   dqs = DeviceBuffer<float>(sz(S * hg * d));
   dks = DeviceBuffer<float>(sz(S * hkg * d));
   dvs = DeviceBuffer<float>(sz(S * hkg * dv));
-  const A2aPlan plan = sequence_plan(s.partition());
-  const std::int64_t me = c.rank();
-  a_q = GpuA2a(plan, me, h, d, e);
-  a_k = GpuA2a(plan, me, hk, d, e);
-  a_v = GpuA2a(plan, me, hk, dv, e);
-  a_o = GpuA2a(plan, me, h, dv, e);
-  a_dq = GpuA2a(plan, me, h, d, 4);
-  a_dk = GpuA2a(plan, me, hk, d, 4);
-  a_dv = GpuA2a(plan, me, hk, dv, 4);
-  std::size_t ws = 0;
-  for (const GpuA2a* a : {&a_q, &a_k, &a_v, &a_o, &a_dq, &a_dk, &a_dv}) ws = std::max(ws, a->bytes());
-  send = DeviceBuffer<std::byte>(ws);
-  recv = DeviceBuffer<std::byte>(ws);
 }
 
 void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work, TileTimes* times) {
@@ -62,17 +40,12 @@ void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>&
   const Nvtx range("a2a forward");
   const std::int64_t S = s.S(), n = s.n(), hk = s.hk(), d = s.d(), dv = s.dv(), hg = s.h() / s.P(), hkg = hk / s.P();
   const std::size_t e = dtype_size(s.dtype);
-  auto calls = [&](GpuA2a GpuUlyssesRank::*a, auto in, auto out) {
-    std::vector<A2aCall> c;
-    for (GpuUlyssesRank* x : ranks) c.push_back({&(x->*a), in(*x), out(*x), x->send.data(), x->recv.data(), x->comm, x->stream.get()});
-    return c;
-  };
   if (does_comm(work)) {
     const Nvtx step("a2a forward step 0: Q, K, V all-to-all");
-    a2a_lockstep(calls(&GpuUlyssesRank::a_q, [](GpuUlyssesRank& x) { return x.q.data(); }, [](GpuUlyssesRank& x) { return x.qs.data(); }), true);
-    a2a_lockstep(calls(&GpuUlyssesRank::a_k, [](GpuUlyssesRank& x) { return x.kv.data(); }, [](GpuUlyssesRank& x) { return x.ks.data(); }), true);
-    a2a_lockstep(calls(&GpuUlyssesRank::a_v, [&](GpuUlyssesRank& x) { return x.kv.data() + sz(n * hk * d) * e; },
-                       [](GpuUlyssesRank& x) { return x.vs.data(); }), true);
+    a2a_all(ranks, &A2aSet::q, true, [](GpuUlyssesRank& x) { return x.q.data(); }, [](GpuUlyssesRank& x) { return x.qs.data(); });
+    a2a_all(ranks, &A2aSet::k, true, [](GpuUlyssesRank& x) { return x.kv.data(); }, [](GpuUlyssesRank& x) { return x.ks.data(); });
+    a2a_all(ranks, &A2aSet::v, true, [&](GpuUlyssesRank& x) { return x.kv.data() + sz(n * hk * d) * e; },
+                       [](GpuUlyssesRank& x) { return x.vs.data(); });
   }
   if (does_compute(work)) {
     const Nvtx step("a2a forward step 1: attention");
@@ -86,7 +59,7 @@ void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>&
   }
   if (does_comm(work)) {
     const Nvtx step("a2a forward step 2: O all-to-all back");
-    a2a_lockstep(calls(&GpuUlyssesRank::a_o, [](GpuUlyssesRank& x) { return x.os.data(); }, [](GpuUlyssesRank& x) { return x.o.data(); }), false);
+    a2a_all(ranks, &A2aSet::o, false, [](GpuUlyssesRank& x) { return x.os.data(); }, [](GpuUlyssesRank& x) { return x.o.data(); });
   }
 }
 
@@ -94,14 +67,9 @@ void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>
   s.check();
   const Nvtx range("a2a backward");
   const std::int64_t S = s.S(), n = s.n(), hk = s.hk(), d = s.d(), dv = s.dv(), hg = s.h() / s.P(), hkg = hk / s.P();
-  auto calls = [&](GpuA2a GpuUlyssesRank::*a, auto in, auto out) {
-    std::vector<A2aCall> c;
-    for (GpuUlyssesRank* x : ranks) c.push_back({&(x->*a), in(*x), out(*x), x->send.data(), x->recv.data(), x->comm, x->stream.get()});
-    return c;
-  };
   if (does_comm(work)) {
     const Nvtx step("a2a backward step 0: dO all-to-all");
-    a2a_lockstep(calls(&GpuUlyssesRank::a_o, [](GpuUlyssesRank& x) { return x.dout.data(); }, [](GpuUlyssesRank& x) { return x.dos.data(); }), true);
+    a2a_all(ranks, &A2aSet::o, true, [](GpuUlyssesRank& x) { return x.dout.data(); }, [](GpuUlyssesRank& x) { return x.dos.data(); });
   }
   if (does_compute(work)) {
     const Nvtx step("a2a backward step 1: attention backward");
@@ -118,10 +86,10 @@ void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>
   }
   if (does_comm(work)) {
     const Nvtx step("a2a backward step 2: dQ, dK, dV all-to-all back");
-    a2a_lockstep(calls(&GpuUlyssesRank::a_dq, [](GpuUlyssesRank& x) { return x.dqs.data(); }, [](GpuUlyssesRank& x) { return x.dq.data(); }), false);
-    a2a_lockstep(calls(&GpuUlyssesRank::a_dk, [](GpuUlyssesRank& x) { return x.dks.data(); }, [](GpuUlyssesRank& x) { return x.dkv.data(); }), false);
-    a2a_lockstep(calls(&GpuUlyssesRank::a_dv, [](GpuUlyssesRank& x) { return x.dvs.data(); },
-                       [&](GpuUlyssesRank& x) { return x.dkv.data() + sz(n * hk * d); }), false);
+    a2a_all(ranks, &A2aSet::dq, false, [](GpuUlyssesRank& x) { return x.dqs.data(); }, [](GpuUlyssesRank& x) { return x.dq.data(); });
+    a2a_all(ranks, &A2aSet::dk, false, [](GpuUlyssesRank& x) { return x.dks.data(); }, [](GpuUlyssesRank& x) { return x.dkv.data(); });
+    a2a_all(ranks, &A2aSet::dv, false, [](GpuUlyssesRank& x) { return x.dvs.data(); },
+                       [&](GpuUlyssesRank& x) { return x.dkv.data() + sz(n * hk * d); });
   }
 }
 

@@ -19,38 +19,22 @@
 
 namespace cplab::cuda {
 
-struct GpuUlyssesRank {
+struct GpuUlyssesRank : RankIO {  // RankIO: q, kv, dout, o, dq, dkv in the data layout
   GpuUlyssesRank(const GpuCpSpec& s, Comm& comm);  // allocates, builds the row lists and the mask
   Comm* comm;
   Stream stream;
-  DeviceBuffer<std::byte> q, kv, dout, o;  // data layout, dtype: (n, h, d); K|V; (n, h, dv) x2
-  DeviceBuffer<float> dq, dkv;             // data layout, fp32: (n, h, d); dK (n, hk, d) then dV (n, hk, dv)
   // head group g (= rank) of all S tokens, sequence order: (S, h/P, d), (S, hk/P, d), (S, hk/P, dv), (S, h/P, dv) x2
   DeviceBuffer<std::byte> qs, ks, vs, os, dos;
   DeviceBuffer<float> lse, delta;          // (h/P, S): the LSE stays head-sharded
   DeviceBuffer<float> dqs, dks, dvs;       // fp32, shaped like qs, ks, vs
-  DeviceBuffer<std::byte> send, recv;      // all-to-all workspaces
-  GpuA2a a_q, a_k, a_v, a_o;               // dtype: Q, K, V in; O out and dO in (same shape)
-  GpuA2a a_dq, a_dk, a_dv;                 // fp32 gradients out
+  A2aSet a2a;                              // sequence_plan over every rank
   DeviceMask mask;
+  cudaStream_t main_stream() { return stream.get(); }
 };
 
 void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work = CpWork::all,
                          TileTimes* times = nullptr);
 void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work = CpWork::all,
                           TileTimes* times = nullptr);
-
-// One all-to-all of every driven rank, in lockstep (pack all, exchange all, unpack all) on each
-// rank's stream: before (x -> y) or after (y -> x). Shared with hcp_gpu.cpp.
-struct A2aCall {
-  const GpuA2a* a;
-  const void* in;
-  void* out;
-  void* send;
-  void* recv;
-  Comm* comm;
-  cudaStream_t stream;
-};
-void a2a_lockstep(const std::vector<A2aCall>& calls, bool before);
 
 }  // namespace cplab::cuda
