@@ -75,8 +75,6 @@ struct GpuRingRank {
   std::vector<DeviceMask> fwd_masks, bwd_masks;  // their masks on the device
 };
 
-using RingWork = CpWork;
-
 // kv_in (or, when null, kv_cur) holds the rank's own K, V on entry; on return o and lse are the
 // rank's attention output, and `held` the block the backward starts from (TE saves it). With `times`, the compute of ring
 // step i is recorded as step step0 + i of the i-th driven rank (the caller reset()s it).

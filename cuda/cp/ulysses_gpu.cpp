@@ -1,8 +1,6 @@
 // ulysses_gpu.cpp: Ulysses all-to-all on GPU ranks (see ulysses_gpu.h).
 #include "ulysses_gpu.h"
 
-#include <algorithm>
-
 #include "error.h"
 
 namespace cplab::cuda {
