@@ -57,8 +57,9 @@ AttentionPlan make_plan(const AttentionArgs& a) {
   require(a.dtype == "bf16" || a.dtype == "fp16" || a.dtype == "f16",
           "--dtype must be bf16 or fp16 (got '" + a.dtype + "'; the kernels under test take 16-bit inputs)");
   p.dtype = a.dtype == "bf16" ? DType::bf16 : DType::f16;
-  require(a.kernel == "v2" || a.kernel == "v1", "--kernel must be v2 (mma.sync) or v1 (scalar) (got '" + a.kernel + "')");
-  p.kernel = a.kernel == "v2" ? 2 : 1;
+  require(a.kernel == "v2" || a.kernel == "v3" || a.kernel == "v1",
+          "--kernel must be v2 (mma.sync), v3 (wgmma + TMA forward) or v1 (scalar) (got '" + a.kernel + "')");
+  p.kernel = a.kernel == "v1" ? 1 : (a.kernel == "v2" ? 2 : 3);
   require(a.causal == "both" || a.causal == "yes" || a.causal == "no",
           "--causal must be both, yes or no (got '" + a.causal + "')");
   p.causal = a.causal;
@@ -88,8 +89,8 @@ AttentionPlan make_plan(const AttentionArgs& a) {
                 " (each shape runs b = tokens / seq sequences of seq tokens; a seq above --tokens runs one sequence)");
   }
   for (const std::int64_t d : dims) {
-    if (p.kernel == 2)
-      require(d == 64 || d == 128, "--head-dim " + num(d) + ": kernel v2 needs head dim 64 or 128");
+    if (p.kernel >= 2)
+      require(d == 64 || d == 128, "--head-dim " + num(d) + ": kernel " + a.kernel + " needs head dim 64 or 128");
     else  // v1's upper limit is the kernel's own rule (check_supported, called next by main.cpp)
       require(d >= 1, "--head-dim " + num(d) + " must be positive");
     if (!p.heads_given)

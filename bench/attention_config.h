@@ -26,7 +26,7 @@ struct AttentionArgs {
   std::string head_dim = "64,128";
   std::string seq = "1024,2048,4096,8192,16384,32768";
   std::string causal = "both";  // both | yes | no
-  std::string kernel = "v2";    // v2 | v1
+  std::string kernel = "v2";    // v2 | v3 | v1
   std::string pass = "both";    // fwd | bwd | both
   std::int64_t tokens = 16384;  // b * s (b = 1 when s > tokens)
   std::int64_t hidden = 2048;   // h * d, unless --heads is given
@@ -48,7 +48,7 @@ struct Shape {
 };
 
 struct AttentionPlan {
-  int kernel = 2;  // 1: Kernel::v1 (scalar), 2: Kernel::v2 (mma.sync)
+  int kernel = 2;  // cuda::Kernel's value: 1 v1 (scalar), 2 v2 (mma.sync), 3 v3 (wgmma + TMA forward)
   DType dtype = DType::bf16;
   std::vector<Shape> shapes;  // for each d, for causal no then yes, for each s (as given)
   bool fwd = true, bwd = true;

@@ -95,7 +95,7 @@ double time_ms(F&& step, int warmup, int iters, cudaStream_t stream) {
 
 ShapeTimes run_shape(const AttentionPlan& plan, const Shape& x, GpuSamples& out) {
   const DType dt = plan.dtype;
-  const cuda::Kernel kernel = plan.kernel == 2 ? cuda::Kernel::v2 : cuda::Kernel::v1;
+  const auto kernel = static_cast<cuda::Kernel>(plan.kernel);
   const auto es = static_cast<std::int64_t>(dtype_size(dt));
   const std::int64_t n = x.b * x.s, s = x.s, h = x.h, hk = x.hk, d = x.d;
   const auto nq = static_cast<std::size_t>(n * h * d), nkv = static_cast<std::size_t>(n * hk * d);

@@ -63,7 +63,8 @@ GpuCpSpec spec_of(const CpArgs& a) {
   }
   if (a.seq >= 0 || a.cu_seqlens.empty()) r.seq = a.seq < 0 ? kDefaultSeq : a.seq;
   s.dtype = parse_dtype(a.dtype);
-  s.kernel = Kernel::v2;
+  require(a.kernel == "v2" || a.kernel == "v3", "kernel '" + a.kernel + "' is not one of: v2, v3");
+  s.kernel = a.kernel == "v2" ? Kernel::v2 : Kernel::v3;
   return s;
 }
 
@@ -128,7 +129,7 @@ void check_cp_args(const CpArgs& a) {
   require(a.warmup >= 0 && a.iters >= 1, "warmup must be >= 0 and iters >= 1");
   require(a.cp >= 1 && a.cp <= 64, "cp " + std::to_string(a.cp) + " must be in [1, 64]");
   const GpuCpSpec s = spec_of(a);
-  require(s.dtype != DType::f32, "cplab-bench cp runs kernel v2: dtype bf16 or fp16");
+  require(s.dtype != DType::f32, "cplab-bench cp runs kernel " + a.kernel + ": dtype bf16 or fp16");
   s.check();
 }
 
@@ -139,10 +140,10 @@ int run_cp(const CpArgs& a) {
   const std::size_t e = dtype_size(s.dtype);
   CPLAB_CUDA_CHECK(cudaSetDevice(0));
   CpRanks ranks(s, a.backend);
-  std::printf("cplab-bench cp: %s%s %s, cp %lld, seq %lld%s, %lld heads, %lld KV heads, head dim %lld, %s, %s\n", a.mode.c_str(),
+  std::printf("cplab-bench cp: %s%s %s, cp %lld, seq %lld%s, %lld heads, %lld KV heads, head dim %lld, %s, %s, kernel %s\n", a.mode.c_str(),
               a.hcp.empty() ? "" : (" " + a.hcp).c_str(), a.layout.c_str(), (long long)P, (long long)S,
               s.packed() ? (" (" + std::to_string(s.tokens().num_seqs()) + " packed sequences)").c_str() : "", (long long)h,
-              (long long)hk, (long long)d, s.run.causal ? "causal" : "not causal", a.dtype.c_str());
+              (long long)hk, (long long)d, s.run.causal ? "causal" : "not causal", a.dtype.c_str(), a.kernel.c_str());
   std::printf("ranks: %s\nGPU 0: %s\nbaseline: the same attention (all %lld tokens) as one kernel launch on GPU 0 (ring-flash-attention's\n"
               "'theoretic' single-GPU rate); efficiency = baseline time / CP time. FLOPs: FlashAttention's convention\n"
               "(4 s^2 h d forward per sequence, causal half, backward 2.5x), TFLOP/s per rank = FLOPs / cp / time.\n"
@@ -169,11 +170,11 @@ int run_cp(const CpArgs& a) {
   const AttnDims dims{S, S, h, hk, d, dv};
   const Mask mask = s.packed() ? token_mask(s.tokens(), seq_order, seq_order, s.run.causal) : (s.run.causal ? Mask::causal(0) : Mask::none());
   const DeviceMask dmask(mask, S);
-  auto base_fwd = [&] { attention_forward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), dmask.rule(), s.scale(), go.data(), glse.data(), nullptr); };
+  auto base_fwd = [&] { attention_forward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), dmask.rule(), s.scale(), go.data(), glse.data(), nullptr); };
   auto base_bwd = [&] {
     for (DeviceBuffer<float>* b : {&gdq, &gdk, &gdv}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float)));
     softmax_delta(s.dtype, S, h, dv, go.data(), gdo.data(), gdelta.data(), nullptr);
-    attention_backward(Kernel::v2, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(), dmask.rule(),
+    attention_backward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(), dmask.rule(),
                        s.scale(), gdq.data(), gdk.data(), gdv.data(), nullptr);
   };
   std::vector<std::unique_ptr<TileTimes>> tf(ranks.groups()), tb(ranks.groups());
@@ -191,7 +192,7 @@ int run_cp(const CpArgs& a) {
   }
   nlohmann::json out{{"gpu", device_summary()}, {"ranks", ranks.describe()}, {"mode", a.mode}, {"hcp", a.hcp}, {"layout", a.layout},
                      {"cp", P}, {"seq", S}, {"cu_seqlens", s.run.cu_seqlens}, {"heads", h}, {"kv_heads", hk}, {"head_dim", d},
-                     {"causal", s.run.causal}, {"dtype", a.dtype}, {"backend", a.backend}, {"baseline", "one launch of cplab v2 on GPU 0"}};
+                     {"causal", s.run.causal}, {"dtype", a.dtype}, {"kernel", a.kernel}, {"backend", a.backend}, {"baseline", "one launch of cplab " + a.kernel + " on GPU 0"}};
   std::printf("%-7s %9s %13s %10s %14s %13s %8s %12s\n", "pass", "CP ms", "baseline ms", "efficiency", "TFLOP/s/rank", "bytes/layer", "hidden", "max rel diff");
   bool ok = true;
   for (const std::string& pass : {std::string("fwd"), std::string("fwd+bwd")}) {

@@ -18,7 +18,7 @@
 namespace cplab::bench {
 
 struct CpArgs {
-  std::string mode = "p2p", layout = "zigzag", dtype = "bf16", backend = "local", pass = "both";
+  std::string mode = "p2p", layout = "zigzag", dtype = "bf16", backend = "local", pass = "both", kernel = "v2";
   std::string hcp, cu_seqlens;  // "ICP,OCP" for a2a+p2p; packed sequences "0,a,b,..."
   bool pad = false;
   std::int64_t cp = 8, seq = -1, heads = 32, kv_heads = 8, head_dim = 128;  // seq -1: 65536 or the packed total

@@ -26,7 +26,7 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
   cmd.add_option("--head-dim", a.head_dim, "head dims, comma-separated (kernel v2: 64 and/or 128; v1: up to 128)")->capture_default_str();
   cmd.add_option("--seq", a.seq, "sequence lengths, comma-separated, each a multiple of 64")->capture_default_str();
   cmd.add_option("--causal", a.causal, "both | yes | no")->capture_default_str();
-  cmd.add_option("--kernel", a.kernel, "v2 (mma.sync) | v1 (scalar)")->capture_default_str();
+  cmd.add_option("--kernel", a.kernel, "v2 (mma.sync) | v3 (wgmma + TMA forward, v2 backward; H100/H200) | v1 (scalar)")->capture_default_str();
   cmd.add_option("--pass", a.pass, "fwd | bwd | both")->capture_default_str();
   cmd.add_option("--tokens", a.tokens, "tokens per shape: b = tokens / seq sequences (1 if seq > tokens)")
       ->capture_default_str();
@@ -62,6 +62,8 @@ void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
   cmd.add_option("--layout", a.layout, "zigzag | striped | contiguous")->capture_default_str();
   cmd.add_flag("--no-causal", a.no_causal, "full attention instead of causal");
   cmd.add_option("--dtype", a.dtype, "bf16 | fp16")->capture_default_str();
+  cmd.add_option("--kernel", a.kernel, "v2 (mma.sync) | v3 (wgmma + TMA forward, v2 backward; H100/H200), also for the baseline")
+      ->capture_default_str();
   cmd.add_option("--backend", a.backend, "local (virtual ranks on one GPU) | nccl (one GPU per rank)")->capture_default_str();
   cmd.add_option("--pass", a.pass, "fwd | both (forward + backward)")->capture_default_str();
   cmd.add_option("--warmup", a.warmup, "untimed iterations")->capture_default_str();
@@ -123,8 +125,7 @@ int main(int argc, char** argv) {
       dims.h = x.h;
       dims.hk = x.hk;
       dims.d = dims.dv = x.d;
-      cplab::cuda::check_supported(plan.kernel == 2 ? cplab::cuda::Kernel::v2 : cplab::cuda::Kernel::v1, plan.dtype,
-                                   dims);
+      cplab::cuda::check_supported(static_cast<cplab::cuda::Kernel>(plan.kernel), plan.dtype, dims);
     }
     const std::string reason = cplab::cuda::device_unusable_reason();
     if (!reason.empty()) {

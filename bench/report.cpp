@@ -51,7 +51,9 @@ double tflops(const Shape& x, Pass p, double ms) {
   return ms > 0.0 ? attention_flops(x, p) / (ms * 1e-3) / 1e12 : 0.0;
 }
 
-const char* kernel_name(int k) { return k == 2 ? "v2 (mma.sync, FA2-style)" : "v1 (scalar, fp32)"; }
+const char* kernel_name(int k) {
+  return k == 3 ? "v3 (wgmma + TMA forward; backward is v2)" : (k == 2 ? "v2 (mma.sync, FA2-style)" : "v1 (scalar, fp32)");
+}
 
 std::string check_text(DType t) {
   char b[512];
@@ -234,7 +236,7 @@ void write_json(const AttentionPlan& plan, const Baseline& baseline, const SdpaE
   out["benchmark"] = "attention";
   out["gpu"] = gpu;
   out["commit"] = commit_id();
-  out["kernel"] = plan.kernel == 2 ? "v2" : "v1";
+  out["kernel"] = "v" + std::to_string(plan.kernel);
   out["dtype"] = to_string(plan.dtype);
   out["warmup"] = plan.warmup;
   out["iters"] = plan.iters;

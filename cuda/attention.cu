@@ -1,7 +1,7 @@
 // attention.cu: the host API of attention.h: checks, dispatch to v1 / v2, and the small
 // element-wise kernels (Delta, the (O, LSE) merges, casts).
 //
-// What it is: check_supported (every rule a call must satisfy, as cplab::Error, before any CUDA
+// What it is: to_string(Kernel), check_supported (every rule a call must satisfy, as cplab::Error, before any CUDA
 // call), DeviceMask, the DType -> element type dispatch, and one-thread-per-(row, head) kernels
 // for softmax_delta, merge_streaming, merge_lse, fold_correction; a thread per element for casts.
 // The merges use softmax_rules.h's lse_merge / merge_weight, the reference's own definitions.
@@ -15,6 +15,17 @@ namespace cplab::cuda {
 
 using namespace detail;
 
+const char* to_string(Kernel k) {
+  switch (k) {
+    case Kernel::v1: return "v1";
+    case Kernel::v2: return "v2";
+    case Kernel::v3: return "v3";
+  }
+  return "?";
+}
+
+bool kernel_v3_built() { return v3_built(); }
+
 void check_supported(Kernel kernel, DType dtype, const AttnDims& x) {
   const auto s = [](std::int64_t v) { return std::to_string(v); };
   require(x.sq > 0 && x.sk > 0, "attention needs sq > 0 and sk > 0 (got sq = " + s(x.sq) + ", sk = " + s(x.sk) + ")");
@@ -26,10 +37,13 @@ void check_supported(Kernel kernel, DType dtype, const AttnDims& x) {
     require(x.d <= 128 && x.dv <= 128, "kernel v1 needs head dims <= 128 (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
     return;
   }
-  require(kernel == Kernel::v2, "kernel must be v1 or v2");
-  require(dtype == DType::f16 || dtype == DType::bf16, "kernel v2 takes fp16 or bf16 inputs, not " + to_string(dtype));
-  require(x.d == 64 || x.d == 128, "kernel v2 needs head dim 64 or 128 (got d = " + s(x.d) + ")");
-  require(x.dv == x.d, "kernel v2 needs dv == d (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
+  require(kernel == Kernel::v2 || kernel == Kernel::v3, "kernel must be v1, v2 or v3");
+  const std::string k = to_string(kernel);
+  require(dtype == DType::f16 || dtype == DType::bf16, "kernel " + k + " takes fp16 or bf16 inputs, not " + to_string(dtype));
+  require(x.d == 64 || x.d == 128, "kernel " + k + " needs head dim 64 or 128 (got d = " + s(x.d) + ")");
+  require(x.dv == x.d, "kernel " + k + " needs dv == d (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
+  if (kernel == Kernel::v3)
+    require(v3_built(), "kernel v3 (wgmma + TMA) is not in this build: configure with CMAKE_CUDA_ARCHITECTURES including 90");
 }
 
 DeviceMask::DeviceMask(const Mask& mask, std::int64_t sq) {
@@ -56,7 +70,8 @@ void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const v
       v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);  // v2 refused fp32 above
     } else {
       if (kernel == Kernel::v1) v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
-      else v2_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
+      else if (kernel == Kernel::v2) v2_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
+      else v3_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
     }
   });
 }
@@ -73,7 +88,7 @@ void attention_backward(Kernel kernel, DType dtype, const AttnDims& dims, const 
       v1_backward<T>(dims, Q, K, V, dO, lse, delta, mask, scale, dq, dk, dv, stream);
     } else {
       if (kernel == Kernel::v1) v1_backward<T>(dims, Q, K, V, dO, lse, delta, mask, scale, dq, dk, dv, stream);
-      else v2_backward<T>(dims, Q, K, V, dO, lse, delta, mask, scale, dq, dk, dv, stream);
+      else v2_backward<T>(dims, Q, K, V, dO, lse, delta, mask, scale, dq, dk, dv, stream);  // v2 and v3 (v3: forward only)
     }
   });
 }

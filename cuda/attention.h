@@ -4,8 +4,9 @@
 // What it is: the host API of the kernels in attention_v1.cu (tier 0: one thread per row, fp32
 // everywhere, any head dim up to 256, every dtype; the readable baseline) and attention_v2.cu
 // (tier 1: FlashAttention-2 style, mma.sync m16n8k16 tensor cores, bf16/fp16 inputs, fp32
-// accumulation, head dim 64 or 128, sm_80+). Both implement exactly the reference's
-// attention_kernel.h:
+// accumulation, head dim 64 or 128, sm_80+) and attention_v3_fwd.cu (tier 2, forward only:
+// wgmma tensor cores fed by TMA, bf16/fp16, head dim 64 or 128, compute capability 9.0; its
+// backward is v2's). All implement exactly the reference's attention_kernel.h:
 //   forward   O = softmax(scale Q K^T + mask) V, LSE = natural-log logsumexp of the scaled logits
 //             (fp32; -inf and O = 0 for a fully masked row)
 //   backward  from dO and the FINAL (merged) LSE and Delta = rowsum(dO * O):
@@ -37,7 +38,14 @@ namespace cplab::cuda {
 
 using cplab::DType;
 
-enum class Kernel : int { v1 = 1, v2 = 2 };  // v1: scalar baseline; v2: mma.sync (FA2-style)
+// v1: scalar baseline; v2: mma.sync (FA2-style); v3: wgmma + TMA forward on sm_90a, v2 backward
+enum class Kernel : int { v1 = 1, v2 = 2, v3 = 3 };
+
+// "v1", "v2", "v3"
+const char* to_string(Kernel k);
+
+// whether this build holds kernel v3 (CMAKE_CUDA_ARCHITECTURES included 90)
+bool kernel_v3_built();
 
 struct AttnDims {
   std::int64_t sq = 0, sk = 0;  // query rows, key rows
@@ -46,7 +54,8 @@ struct AttnDims {
 };
 
 // Throws cplab::Error if `kernel` cannot run these dims / this dtype (names the rule), e.g.
-// "kernel v2 needs head dim 64 or 128 (got d = 96)".
+// "kernel v2 needs head dim 64 or 128 (got d = 96)". Kernel v3 also needs a build that holds it;
+// that the device is compute capability 9.0 is checked at launch (cplab::Error as well).
 void check_supported(Kernel kernel, DType dtype, const AttnDims& dims);
 
 // A mask on the device: the MaskRule of a host Mask, with its ranges arrays (if any) copied to

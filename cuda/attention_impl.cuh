@@ -2,8 +2,8 @@
 //
 // What it is: element conversions (to_float / from_float for float, __half, __nv_bfloat16), the
 // DType -> element type dispatch, the plain-data dims a kernel receives, and the launchers each
-// kernel file defines (attention_v1.cu, attention_v2_fwd.cu, attention_v2_bwd.cu) for the host
-// API in attention.cu.
+// kernel file defines (attention_v1.cu, attention_v2_fwd.cu, attention_v2_bwd.cu,
+// attention_v3_fwd.cu) for the host API in attention.cu.
 // What it is not: public API (attention.h is), or the softmax / mask rules (softmax_rules.h,
 // mask_rule.h in reference/, shared with the CPU).
 #pragma once
@@ -67,6 +67,11 @@ template <class T>
 void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                  const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
                  cudaStream_t s);
+
+template <class T>
+void v3_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
+                float* lse, cudaStream_t s);
+bool v3_built();  // attention_v3_fwd.cu was compiled for sm_90a
 
 inline unsigned blocks_for(std::int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 

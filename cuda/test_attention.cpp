@@ -1,13 +1,15 @@
 // test_attention.cpp: the CUDA attention kernels (attention.h) against the CPU reference in double.
 //
-// What it is: for kernel v1 (fp32, fp16, bf16) and v2 (fp16, bf16), head dims 64 and 128, MHA and
+// What it is: for kernel v1 (fp32, fp16, bf16), v2 and v3 (fp16, bf16; v3 on compute capability
+// 9.0 only, its backward being v2's), head dims 64 and 128, MHA and
 // GQA, and every mask a CP step uses (none, causal, the striped causal(-1), bottom-right causal, the
 // zigzag sections "full Q x first KV half" and "second Q half x full KV", THD per-sequence causal
 // ranges with an empty row): forward O and LSE, and backward dQ, dK, dV from the GPU's own O, LSE
 // and Delta, compared with reference/attention_kernel.h on the same (rounded) inputs. Also the
 // (O, LSE) merges: attention over three key blocks (one empty) merged on the GPU, streaming and
-// TE's fold, equals attention over all keys. Sequence lengths are not multiples of the 64-row
-// tiles, so tails are exercised.
+// TE's fold, equals attention over all keys. Sequence lengths are not multiples of the 64- and
+// 128-row tiles, so tails are exercised, and the long cases take 5 key tiles of 128, so v3's two
+// TMA stages are each reused with the barrier phase flipped.
 // Tolerances (max |gpu - ref| / max |ref|, per tensor), in test_gpu_util.h (tolerance()) and cuda/README.md:
 //   fp32 (v1):  O 1e-5,  LSE 1e-5 (absolute, per unit of max(1, |LSE|)),  dQ dK dV 1e-4
 //   fp16:       O 4e-3,  LSE 1e-4,  dQ dK dV 1e-2
@@ -28,6 +30,7 @@
 #include "dense_attention.h"
 #include "device_buffer.h"
 #include "dtype.h"
+#include "error.h"
 #include "test_gpu_util.h"
 
 using namespace cplab;
@@ -54,7 +57,9 @@ std::vector<Case> cases() {
                          {"striped causal(-1)", 136, 136, Mask::causal(-1)},
                          {"bottom-right causal", 72, 200, Mask::causal(200 - 72)},
                          {"zigzag lower: full Q x first KV half", 256, 128, Mask::none()},
-                         {"zigzag upper: second Q half x full KV", 128, 256, Mask::none()}};
+                         {"zigzag upper: second Q half x full KV", 128, 256, Mask::none()},
+                         {"long, none", 300, 600, Mask::none()},
+                         {"long, bottom-right causal", 300, 600, Mask::causal(300)}};
   // THD: three packed sequences [0, 70), [70, 150), [150, 200), causal inside each; row 160 sees nothing
   std::vector<std::int64_t> lo(200), hi(200);
   for (std::int64_t a = 0; a < 200; ++a) {
@@ -93,6 +98,15 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   CHECK(rel(download_f(dV.data(), dV.size()), g.dv.data) < tol.grad);
 }
 
+// kernel v3 runs on compute capability 9.0 only: elsewhere it must refuse, and the test says so
+bool v3_here() {
+  const std::string why = v3_unavailable();
+  if (why.empty()) return true;
+  MESSAGE("kernel v3 skipped: " << why);
+  if (kernel_v3_built()) CHECK_THROWS_AS(run_case(Kernel::v3, DType::bf16, 64, 2, 2, cases()[0]), Error);
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("attention: every kernel x dtype x head dim x mask x MHA/GQA equals the double reference") {
@@ -100,11 +114,13 @@ TEST_CASE("attention: every kernel x dtype x head dim x mask x MHA/GQA equals th
     Kernel k;
     DType t;
   };
-  for (const KD kd : {KD{Kernel::v1, DType::f32}, KD{Kernel::v1, DType::bf16}, KD{Kernel::v2, DType::f16}, KD{Kernel::v2, DType::bf16}})
+  std::vector<KD> kds = {{Kernel::v1, DType::f32}, {Kernel::v1, DType::bf16}, {Kernel::v2, DType::f16}, {Kernel::v2, DType::bf16}};
+  if (v3_here()) kds.insert(kds.end(), {{Kernel::v3, DType::f16}, {Kernel::v3, DType::bf16}});
+  for (const KD kd : kds)
     for (index_t d : {64, 128})
       for (index_t hk : {4, 2})
         for (const Case& c : cases()) {
-          CAPTURE(static_cast<int>(kd.k));
+          CAPTURE(to_string(kd.k));
           CAPTURE(to_string(kd.t));
           CAPTURE(d);
           CAPTURE(hk);

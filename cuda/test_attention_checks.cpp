@@ -7,6 +7,8 @@
 #include "attention.h"
 #include "error.h"
 
+#include <string>
+
 using namespace cplab;
 using namespace cplab::cuda;
 
@@ -25,6 +27,17 @@ TEST_CASE("attention checks: kernels, dtypes, head dims, heads and masks are che
                        "query heads h = 6 must be a positive multiple of KV heads hk = 4", Error);
   CHECK_THROWS_WITH_AS(check_supported(Kernel::v1, DType::bf16, AttnDims{0, 64, 1, 1, 64, 64}),
                        "attention needs sq > 0 and sk > 0 (got sq = 0, sk = 64)", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v3, DType::f32, AttnDims{64, 64, 1, 1, 64, 64}),
+                       "kernel v3 takes fp16 or bf16 inputs, not fp32", Error);
+  CHECK_THROWS_WITH_AS(check_supported(Kernel::v3, DType::bf16, AttnDims{64, 64, 1, 1, 256, 256}),
+                       "kernel v3 needs head dim 64 or 128 (got d = 256)", Error);
+  if (kernel_v3_built()) {
+    CHECK_NOTHROW(check_supported(Kernel::v3, DType::f16, AttnDims{100, 300, 8, 2, 64, 64}));
+  } else {
+    CHECK_THROWS_WITH_AS(check_supported(Kernel::v3, DType::f16, AttnDims{100, 300, 8, 2, 64, 64}),
+                         "kernel v3 (wgmma + TMA) is not in this build: configure with CMAKE_CUDA_ARCHITECTURES including 90", Error);
+  }
+  CHECK(std::string(to_string(Kernel::v3)) == "v3");
   // the forward itself checks first: no CUDA call happens (nullptr pointers are never touched)
   CHECK_THROWS_AS(attention_forward(Kernel::v2, DType::f32, AttnDims{64, 64, 1, 1, 64, 64}, nullptr, nullptr, nullptr,
                                     MaskRule{}, 1.0f, nullptr, nullptr, nullptr),

@@ -7,15 +7,18 @@
 //   rel             max |x - ref| / max |ref| (-inf must match -inf; NaN fails): helpers.h's rel_err
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
 //   tolerance       the per-dtype tolerances (cuda/README.md)
+//   v3_unavailable  why kernel v3 cannot run here ("" when it can: an sm_90a build on a 9.0 device)
 // What it is not: used by the library; tests only (needs doctest).
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "../tests/helpers.h"
+#include "attention.h"
 #include "check.h"
 #include "device_buffer.h"
 #include "dtype.h"
@@ -29,6 +32,16 @@ inline Tol tolerance(DType t) {
   if (t == DType::f32) return {1e-5, 1e-5, 1e-4};
   if (t == DType::f16) return {4e-3, 1e-4, 1e-2};
   return {2e-2, 1e-4, 5e-2};
+}
+
+inline std::string v3_unavailable() {
+  if (!kernel_v3_built()) return "kernel v3 is not in this build (CMAKE_CUDA_ARCHITECTURES without 90)";
+  int dev = 0, major = 0, minor = 0;
+  CPLAB_CUDA_CHECK(cudaGetDevice(&dev));
+  CPLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CPLAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major == 9 && minor == 0) return "";
+  return "kernel v3 needs compute capability 9.0; this device is " + std::to_string(major) + "." + std::to_string(minor);
 }
 
 inline Tensor3<double> rounded_tensor(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {

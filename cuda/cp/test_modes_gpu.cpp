@@ -219,6 +219,25 @@ TEST_CASE("gpu modes: a2a+p2p, several icp x ocp, causal or not, equals the refe
     }
 }
 
+TEST_CASE("gpu modes with kernel v3 (wgmma + TMA forward): every mode, d = 64 and 128, packed, equal the reference") {
+  const std::string why = v3_unavailable();
+  if (!why.empty()) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  for (const std::string mode : {"p2p", "allgather", "a2a", "a2a+p2p"})
+    for (index_t d : {64, 128}) {
+      CAPTURE(mode);
+      CAPTURE(d);
+      GpuCpSpec s = spec(mode, Layout::zigzag, true, 4, 8, 4, DType::bf16, d);
+      s.run.seq = 2 * 4 * 200;  // 200 tokens a rank: key tiles of 128 with tails, both TMA stages reused
+      if (mode == "a2a+p2p") s.run.icp = 2, s.run.ocp = 2;
+      s.kernel = Kernel::v3;
+      run(s);
+      if (mode != "a2a+p2p") run(packed(s));
+    }
+}
+
 #if CPLAB_HAVE_NCCL
 TEST_CASE("gpu modes over NCCL: every mode on one GPU per rank (every visible GPU, up to 8), and the one-rank path") {
   const index_t gpus = std::min(device_count(), 8);

@@ -1,0 +1,220 @@
+// attention_v3_fwd.cu: tier 2 forward attention for Hopper: wgmma tensor cores fed by TMA.
+//
+// What it is: one block per (128 query rows, head): two warpgroups of 64 rows each, 256 threads.
+// Thread 0 loads Q once and the K/V tiles of 128 keys by TMA (cp.async.bulk.tensor, 128-byte
+// swizzled, counted on an mbarrier per stage) into two stages, the next tile always in flight
+// while this one is computed; out-of-range rows arrive as zeros. Each warpgroup computes
+// S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), applies
+// the mask and softmax_rules.h's online softmax to its accumulator registers exactly as v2 does
+// (the 4 lanes of a row combine maxima and sums with shuffles), and adds O += P V with
+// wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
+// shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
+// tiles every row sees in full skip the per-element test. Compiled for sm_90a only (CMake); the
+// launcher refuses other devices with a cplab::Error.
+// What it is not: FlashAttention-3. There is no producer warp, no register reallocation
+// (setmaxnreg), no overlap of one warpgroup's softmax with the other's products (ping-pong) and
+// no intra-warpgroup overlap of S of the next tile with the softmax of this one; the backward of
+// kernel v3 is v2's (attention.h). Not yet run on a GPU.
+#include <climits>
+
+#include "attention_impl.cuh"
+#include "tensor_map.h"
+#include "wgmma.cuh"
+#include "wgmma_layout.h"
+
+#ifndef CPLAB_HAVE_V3
+#define CPLAB_HAVE_V3 0
+#endif
+
+namespace cplab::cuda::detail {
+
+namespace {
+
+constexpr int kBr = 128, kBc = 128, kWarpgroups = 2, kThreads = 128 * kWarpgroups;
+
+struct Dims {
+  std::int64_t sq, sk, h, hk;
+};
+
+// shared memory: Q, K[2], V[2] (1024-aligned tiles of swizzled 64-column panels), 3 barriers, 4 ints
+template <int D>
+struct Smem {
+  static constexpr std::uint32_t kQ = kBr * D * 2, kKV = kBc * D * 2;
+  __host__ __device__ static constexpr std::uint32_t k_at(int s) { return kQ + static_cast<std::uint32_t>(s) * kKV; }
+  __host__ __device__ static constexpr std::uint32_t v_at(int s) { return kQ + 2 * kKV + static_cast<std::uint32_t>(s) * kKV; }
+  static constexpr std::uint32_t kBars = kQ + 4 * kKV;
+  static constexpr size_t kBytes = 1024 + kBars + 3 * sizeof(std::uint64_t) + 4 * sizeof(int);  // + alignment slack
+};
+
+template <int D, class T>
+__global__ void __launch_bounds__(kThreads, 1)
+    fwd_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+               const __grid_constant__ CUtensorMap tv, Dims P, MaskRule mask, float scale, T* __restrict__ o,
+               float* __restrict__ lse) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = Smem<D>;
+  extern __shared__ unsigned char raw[];
+  // the swizzle pattern repeats every 1024 bytes of the shared address: align the base to it
+  unsigned char* base = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
+  const std::uint32_t sbase = smem_addr(base);
+  std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(base + S::kBars);  // [0]: Q, [1 + s]: stage s
+  int* red = reinterpret_cast<int*>(bar + 3);                                // lo_min, hi_max, lo_max, hi_min
+
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, lane = tid % 32;
+  const int tg = mma::thread_in_group(lane);
+  const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
+
+  if (threadIdx.x == 0) {
+    red[0] = INT_MAX, red[1] = 0, red[2] = 0, red[3] = INT_MAX;
+    for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  // the block's rows: the union of their key ranges, and the keys every row sees
+  if (threadIdx.x < kBr && q0 + threadIdx.x < P.sq) {
+    const KeyRange r = mask.keys(q0 + threadIdx.x, P.sk);
+    atomicMax(&red[2], static_cast<int>(r.lo));
+    atomicMin(&red[3], static_cast<int>(r.hi));
+    if (r.lo < r.hi) atomicMin(&red[0], static_cast<int>(r.lo)), atomicMax(&red[1], static_cast<int>(r.hi));
+  }
+  __syncthreads();
+  const std::int64_t lo_min = red[0], hi_max = red[1], lo_max = red[2], hi_min = red[3];
+  const std::int64_t t_begin = lo_min < hi_max ? lo_min / kBc : 0, t_end = lo_min < hi_max ? (hi_max + kBc - 1) / kBc : 0;
+
+  // this thread's two rows (accumulator registers with (i / 2) even: x = 0, odd: x = 1)
+  const wgmma::RC r0 = wgmma::frag_d(tid, 0);
+  const std::int64_t row[2] = {q0 + 64 * wg + r0.row, q0 + 64 * wg + r0.row + 8};
+  KeyRange kr[2];
+  for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
+
+  // TMA: a tile is D / 64 boxes of 64 columns (one per swizzled panel); coordinates (column, head, row)
+  auto load_kv = [&](std::int64_t j, int s) {
+    mbar_expect_tx(&bar[1 + s], 2 * S::kKV);
+    for (int p = 0; p < D / 64; ++p) {
+      tma_load_3d(base + S::k_at(s) + p * kBc * 128, &tk, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
+      tma_load_3d(base + S::v_at(s) + p * kBc * 128, &tv, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
+    }
+  };
+  if (threadIdx.x == 0 && t_begin < t_end) {
+    mbar_expect_tx(&bar[0], S::kQ);
+    for (int p = 0; p < D / 64; ++p)
+      tma_load_3d(base + p * kBr * 128, &tq, &bar[0], 64 * p, static_cast<int>(i), static_cast<int>(q0));
+    load_kv(t_begin, 0);
+  }
+
+  OnlineRow<float> st[2];
+  float acc[D / 2];
+  for (float& x : acc) x = 0.f;
+
+  for (std::int64_t j = t_begin; j < t_end; ++j) {
+    const int stage = static_cast<int>((j - t_begin) & 1);
+    // the other stage was released by every thread at the end of the previous iteration
+    if (threadIdx.x == 0 && j + 1 < t_end) load_kv(j + 1, stage ^ 1);
+    if (j == t_begin) mbar_wait(&bar[0], 0);
+    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
+
+    // S = Q K^T: this warpgroup's 64 rows x 128 keys
+    float s[kBc / 2];
+    for (float& x : s) x = 0.f;
+    fence_operands(s);
+    wgmma_fence();
+    for (int k = 0; k < D / 16; ++k)
+      wgmma_ss<kBc, T>(s, wgmma::desc_k_major(sbase, kBr, 64 * wg, k), wgmma::desc_k_major(sbase + S::k_at(stage), kBc, 0, k));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operands(s);
+
+    // scale, mask, online softmax (register e: row x = (e / 2) & 1, key t0 + frag_d's column)
+    const std::int64_t t0 = j * kBc;
+    const bool full = lo_max <= t0 && hi_min >= t0 + kBc && t0 + kBc <= P.sk;
+    float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
+    for (int e = 0; e < kBc / 2; ++e) {
+      const int x = (e >> 1) & 1;
+      const std::int64_t key = t0 + 8 * (e >> 2) + 2 * tg + (e & 1);
+      float val = scale * s[e];
+      if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
+      s[e] = val;
+      bmax[x] = fmaxf(bmax[x], val);
+    }
+    for (int x = 0; x < 2; ++x) {
+      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 1));
+      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 2));
+    }
+    float alpha[2];
+    for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], bmax[x]);
+    for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
+    std::uint32_t pa[kBc / 16][4];
+    for (int e = 0; e < kBc / 2; e += 2) {
+      const int x = (e >> 1) & 1;
+      const float p0 = online_weight(st[x], s[e]), p1 = online_weight(st[x], s[e + 1]);
+      online_add(st[x], p0);
+      online_add(st[x], p1);
+      pa[e / 8][(e % 8) / 2] = pack2<T>(p0, p1);  // wgmma::p_from_s: register r of slice k is S's 8k + 2r
+    }
+
+    // O += P V: P from registers, V (keys x D) as an MN-major operand
+    fence_operands(acc);
+    wgmma_fence();
+    for (int k = 0; k < kBc / 16; ++k) wgmma_rs<D, T>(acc, pa[k], wgmma::desc_mn_major(sbase + S::v_at(stage), kBc, k));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operands(acc);
+    __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
+  }
+
+  // l over the row's 4 lanes, then O = acc / l and LSE
+  for (int x = 0; x < 2; ++x) {
+    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 1);
+    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 2);
+  }
+  for (int x = 0; x < 2; ++x) {
+    if (row[x] >= P.sq) continue;
+    const float inv = online_inv_l(st[x]);
+    T* out = o + (row[x] * P.h + i) * D;
+    for (int nt = 0; nt < D / 8; ++nt) {
+      const int col = nt * 8 + 2 * tg;
+      *reinterpret_cast<std::uint32_t*>(out + col) = pack2<T>(acc[4 * nt + 2 * x] * inv, acc[4 * nt + 2 * x + 1] * inv);
+    }
+    if (tg == 0) lse[i * P.sq + row[x]] = online_lse(st[x]);
+  }
+#else
+  __trap();  // not an sm_90a build: the launcher never gets here (v3_check_device)
+#endif
+}
+
+template <int D, class T>
+void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
+            cudaStream_t s) {
+  const DType t = std::is_same_v<T, __half> ? DType::f16 : DType::bf16;
+  const CUtensorMap tq = tma_tile_map(t, q, d.sq, d.h, D, kBr), tk = tma_tile_map(t, k, d.sk, d.hk, D, kBc),
+                    tv = tma_tile_map(t, v, d.sk, d.hk, D, kBc);
+  const size_t smem = Smem<D>::kBytes;
+  static bool configured = false;  // once per instantiation: allow more than 48 KB of shared memory
+  if (!configured) {
+    CPLAB_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = true;
+  }
+  fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
+      tq, tk, tv, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
+  check_launch("attention v3 forward");
+}
+
+}  // namespace
+
+bool v3_built() { return CPLAB_HAVE_V3 != 0; }
+
+template <class T>
+void v3_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
+                cudaStream_t s) {
+  v3_check_device();
+  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, s);
+  else launch<128, T>(d, q, k, v, mask, scale, o, lse, s);
+}
+
+template void v3_forward<__half>(const AttnDims&, const __half*, const __half*, const __half*, const MaskRule&, float,
+                                 __half*, float*, cudaStream_t);
+template void v3_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
+                                        const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
+                                        cudaStream_t);
+
+}  // namespace cplab::cuda::detail
