@@ -10,7 +10,7 @@
 // see are never loaded; tiles every row sees in full skip the per-element test; the others test
 // each element with MaskRule::keys (mask_rule.h). Shared-memory rows are padded by 16 bytes so the
 // ldmatrix rows fall in different banks.
-// What it is not: Hopper-native (wgmma/TMA/warp specialisation is the next tier), or tuned on a
+// What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or tuned on a
 // GPU yet (block sizes are FA2's defaults for these head dims).
 #include <climits>
 

@@ -112,6 +112,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0 && j + 1 < t_end) load_kv(j + 1, stage ^ 1);
     if (j == t_begin) mbar_wait(&bar[0], 0);
     mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
+    __syncwarp();  // wgmma's .sync.aligned needs the warp converged after the per-thread spin
 
     // S = Q K^T: this warpgroup's 64 rows x 128 keys
     float s[kBc / 2];
@@ -154,11 +155,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // O += P V: P from registers, V (keys x D) as an MN-major operand
     fence_operands(acc);
+    fence_operands(pa);
     wgmma_fence();
     for (int k = 0; k < kBc / 16; ++k) wgmma_rs<D, T>(acc, pa[k], wgmma::desc_mn_major(sbase + S::v_at(stage), kBc, k));
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(acc);
+    fence_operands(pa);  // P's registers stay untouched until the product has read them
     __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
   }
 

@@ -4,7 +4,7 @@
 // for bf16 and fp16, cp.async 16-byte copies (zero-filled when out of range) with commit / wait,
 // and packing two floats into a 32-bit register of two bf16 / fp16. Which lane holds what is
 // mma_layout.h (tested on the CPU).
-// What it is not: Hopper wgmma / TMA (the next tier), or portable below sm_80.
+// What it is not: Hopper wgmma / TMA (wgmma.cuh), or portable below sm_80.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -32,6 +32,12 @@ template <int M>
 __device__ __forceinline__ void fence_operands(float (&d)[M]) {
   for (int i = 0; i < M; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// the same for A operands in registers, which the product reads asynchronously until the wait
+template <int K>
+__device__ __forceinline__ void fence_operands(std::uint32_t (&a)[K][4]) {
+  for (int k = 0; k < K; ++k)
+    for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(a[k][r])::"memory");
+}
 
 // D (64 x N, fp32, wgmma_layout.h's frag_d) += A B, both K-major in shared memory (S = Q K^T)
 template <int N, class T>
