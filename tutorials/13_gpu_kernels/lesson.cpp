@@ -5,13 +5,16 @@
 // key blocks with an online softmax (reference/softmax_rules.h, the kernels' own rules, run here
 // on the CPU), skips key blocks no query of its block can see (reference/mask_rule.h), keeps its
 // accumulators in fp32 while P is rounded to bf16 for the tensor cores (reference/dtype.h), and
-// spreads each 16 x 8 accumulator over the 32 lanes of a warp (cuda/mma_layout.h).
+// spreads each 16 x 8 accumulator over the 32 lanes of a warp (cuda/mma_layout.h). On Hopper
+// (kernel v3) tiles arrive by TMA in a 128-byte swizzled layout that wgmma reads through matrix
+// descriptors (cuda/wgmma_layout.h).
 // What it is not: a GPU run (cplab-bench attention and cuda/test_attention.cpp are; they need a
-// GPU), or the GPU ring (it comes with the GPU communicators).
+// GPU), or the GPU CP modes (cuda/cp/).
 #include <cmath>
 #include <cstdio>
 
 #include "../../cuda/mma_layout.h"
+#include "../../cuda/wgmma_layout.h"
 #include "dense_attention.h"
 #include "dtype.h"
 #include "lesson.h"
@@ -113,6 +116,28 @@ int main(int argc, char** argv) {
   std::printf("Each lane holds 2 columns of 2 rows (g and g + 8, g = lane / 4): a row's max and sum\n"
               "need the 4 lanes of a group, combined with __shfl_xor_sync. The S accumulator of two\n"
               "such tiles is, register for register, the A operand of P V: P never leaves registers.\n");
+
+  L.step("Hopper (kernel v3): TMA lays a tile out swizzled, wgmma reads it through a descriptor");
+  std::vector<double> slot(8 * 8);
+  std::vector<int> hits(8, 0);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) {  // 16-byte chunk c (8 bf16 columns) of row r of a 64-column panel
+      const std::uint32_t at = wgmma::tile_offset(128, r, 8 * c) - static_cast<std::uint32_t>(128 * r);
+      slot[static_cast<size_t>(r * 8 + c)] = at / 16;
+      if (c == 0) ++hits[at / 16];
+    }
+  matrix("16-byte slot of chunk c in row r (128-byte swizzle)", slot, 8, 8, 3);
+  int distinct = 0;
+  for (int x : hits) distinct += x > 0;
+  show("slots that chunk 0 of rows 0..7 land in", static_cast<std::int64_t>(distinct));
+  const std::uint64_t kdesc = wgmma::desc_k_major(0, 128, 0, 1), vdesc = wgmma::desc_mn_major(32768, 128, 1);
+  show("K descriptor, head-dim slice 16..31: start address / 16", static_cast<std::int64_t>(kdesc & 0x3FFF));
+  show("K descriptor: stride between 8-row groups (bytes)", static_cast<std::int64_t>(((kdesc >> 32) & 0x3FFF) << 4));
+  show("V descriptor: offset to the next 64 head-dim columns (bytes)", static_cast<std::int64_t>(((vdesc >> 16) & 0x3FFF) << 4));
+  std::printf("Row r's chunks are permuted by XOR with r mod 8, so the same column of 8 consecutive rows\n"
+              "touches 8 different groups of 4 banks: reading a column slice of a tile has no bank conflicts.\n"
+              "One wgmma multiplies 64 rows (a warpgroup: 4 warps) by up to 256 columns; Q and K are\n"
+              "read K-major (the head dim contiguous), V MN-major (its head dim is the product's N).\n");
 
   L.finish({"cplab-viz --view masks --cp 1 --seq 256 --causal   (the causal mask the tiles cut)"},
            {"cplab run --mode p2p --cp 2 --seq 256 --heads 2 --kv-heads 1 --head-dim 16 --causal --dtype float   (fp32 on the CPU)"});
