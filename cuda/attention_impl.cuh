@@ -73,6 +73,14 @@ void v3_forward(const AttnDims& d, const T* q, const T* k, const T* v, const Mas
                 float* lse, cudaStream_t s);
 bool v3_built();  // attention_v3_fwd.cu was compiled for sm_90a
 
+// allows `kernel` `bytes` of dynamic shared memory (above the default 48 KB) on the current device.
+// Called before every launch: the attribute belongs to the kernel as loaded in each device's
+// context, and NCCL runs launch from a thread per GPU, so a process-wide "done once" flag is wrong.
+template <class F>
+void allow_smem(F kernel, size_t bytes) {
+  CPLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
 inline unsigned blocks_for(std::int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 
 }  // namespace cplab::cuda::detail

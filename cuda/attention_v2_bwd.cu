@@ -184,11 +184,7 @@ template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta,
             const MaskRule& mask, float scale, float* dq, float* dk, float* dv, cudaStream_t s) {
   const size_t smem = Smem<D>::bytes(sizeof(T));
-  static bool configured = false;
-  if (!configured) {
-    CPLAB_CUDA_CHECK(cudaFuncSetAttribute(bwd_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    configured = true;
-  }
+  allow_smem(bwd_kernel<D, T>, smem);
   bwd_kernel<D, T><<<dim3(blocks_for(d.sk, kBc), static_cast<unsigned>(d.hk)), kThreads, smem, s>>>(
       q, k, v, dout, lse, delta, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, dq, dk, dv);
   check_launch("attention v2 backward");

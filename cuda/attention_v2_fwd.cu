@@ -166,11 +166,7 @@ template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
             cudaStream_t s) {
   const size_t smem = Smem<D>::bytes(sizeof(T));
-  static bool configured = false;  // once per instantiation: allow more than 48 KB of shared memory
-  if (!configured) {
-    CPLAB_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    configured = true;
-  }
+  allow_smem(fwd_kernel<D, T>, smem);
   fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
       q, k, v, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
   check_launch("attention v2 forward");

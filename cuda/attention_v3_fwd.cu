@@ -192,11 +192,7 @@ void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRul
   const CUtensorMap tq = tma_tile_map(t, q, d.sq, d.h, D, kBr), tk = tma_tile_map(t, k, d.sk, d.hk, D, kBc),
                     tv = tma_tile_map(t, v, d.sk, d.hk, D, kBc);
   const size_t smem = Smem<D>::kBytes;
-  static bool configured = false;  // once per instantiation: allow more than 48 KB of shared memory
-  if (!configured) {
-    CPLAB_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    configured = true;
-  }
+  allow_smem(fwd_kernel<D, T>, smem);
   fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
       tq, tk, tv, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
   check_launch("attention v3 forward");
