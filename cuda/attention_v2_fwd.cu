@@ -12,9 +12,8 @@
 // ldmatrix rows fall in different banks.
 // What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or tuned on a
 // GPU yet (block sizes are FA2's defaults for these head dims).
-#include <climits>
-
 #include "attention_impl.cuh"
+#include "attention_tile.cuh"
 #include "mma.cuh"
 #include "mma_layout.h"
 
@@ -43,24 +42,13 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
   T* qs = reinterpret_cast<T*>(raw);
   T* ks[2] = {qs + Smem<D>::kTile, qs + 2 * Smem<D>::kTile};
   T* vs[2] = {qs + 3 * Smem<D>::kTile, qs + 4 * Smem<D>::kTile};
-  int* red = reinterpret_cast<int*>(qs + 5 * Smem<D>::kTile);  // lo_min, hi_max, lo_max, hi_min
+  int* red = reinterpret_cast<int*>(qs + 5 * Smem<D>::kTile);
   constexpr int kLd = Smem<D>::kLd;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = mma::group_id(lane), tg = mma::thread_in_group(lane);
   const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
-
-  // the block's rows: the union of their key ranges, and the keys every row sees
-  if (threadIdx.x == 0) red[0] = INT_MAX, red[1] = 0, red[2] = 0, red[3] = INT_MAX;
-  __syncthreads();
-  if (threadIdx.x < kBr && q0 + threadIdx.x < P.sq) {
-    const KeyRange r = mask.keys(q0 + threadIdx.x, P.sk);
-    atomicMax(&red[2], static_cast<int>(r.lo));
-    atomicMin(&red[3], static_cast<int>(r.hi));
-    if (r.lo < r.hi) atomicMin(&red[0], static_cast<int>(r.lo)), atomicMax(&red[1], static_cast<int>(r.hi));
-  }
-  __syncthreads();
-  const std::int64_t lo_min = red[0], hi_max = red[1], lo_max = red[2], hi_min = red[3];
-  const std::int64_t t_begin = lo_min < hi_max ? lo_min / kBc : 0, t_end = lo_min < hi_max ? (hi_max + kBc - 1) / kBc : 0;
+  const BlockKeys bk = block_keys(mask, q0, kBr, P.sq, P.sk, kBc, red);
+  const std::int64_t t_begin = bk.t_begin, t_end = bk.t_end;
 
   // this thread's two rows and their key ranges
   const std::int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
@@ -108,30 +96,9 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
       }
     // scale, mask, online softmax
     const std::int64_t t0 = j * kBc;
-    const bool full = lo_max <= t0 && hi_min >= t0 + kBc && t0 + kBc <= P.sk;
-    float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
-    for (int nt = 0; nt < kBc / 8; ++nt)
-      for (int e = 0; e < 4; ++e) {
-        const int x = e >> 1;
-        const std::int64_t key = t0 + nt * 8 + 2 * tg + (e & 1);
-        float val = scale * s[nt][e];
-        if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
-        s[nt][e] = val;
-        bmax[x] = fmaxf(bmax[x], val);
-      }
-    for (int x = 0; x < 2; ++x) {
-      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 1));
-      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 2));
-    }
     float alpha[2];
-    for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], bmax[x]);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e >> 2][e & 3]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
     for (auto& a : acc) a[0] *= alpha[0], a[1] *= alpha[0], a[2] *= alpha[1], a[3] *= alpha[1];
-    for (int nt = 0; nt < kBc / 8; ++nt)
-      for (int e = 0; e < 4; ++e) {
-        const float p = online_weight(st[e >> 1], s[nt][e]);
-        online_add(st[e >> 1], p);
-        s[nt][e] = p;
-      }
     // O += P V: P from the S registers, V via ldmatrix.trans
     for (int kk = 0; kk < kBc / 16; ++kk) {
       std::uint32_t pa[4];
@@ -145,21 +112,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
     }
     __syncthreads();  // this buffer is refilled two iterations on
   }
-  // l over the row's 4 lanes, then O = acc / l and LSE
-  for (int x = 0; x < 2; ++x) {
-    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 1);
-    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 2);
-  }
-  for (int x = 0; x < 2; ++x) {
-    if (row[x] >= P.sq) continue;
-    const float inv = online_inv_l(st[x]);
-    T* out = o + (row[x] * P.h + i) * D;
-    for (int nt = 0; nt < D / 8; ++nt) {
-      const int col = nt * 8 + 2 * tg;
-      *reinterpret_cast<std::uint32_t*>(out + col) = pack2<T>(acc[nt][2 * x] * inv, acc[nt][2 * x + 1] * inv);
-    }
-    if (tg == 0) lse[i * P.sq + row[x]] = online_lse(st[x]);
-  }
+  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse);
 }
 
 template <int D, class T>

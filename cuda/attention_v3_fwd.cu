@@ -15,9 +15,8 @@
 // (setmaxnreg), no overlap of one warpgroup's softmax with the other's products (ping-pong) and
 // no intra-warpgroup overlap of S of the next tile with the softmax of this one; the backward of
 // kernel v3 is v2's (attention.h). Not yet run on a GPU.
-#include <climits>
-
 #include "attention_impl.cuh"
+#include "attention_tile.cuh"
 #include "tensor_map.h"
 #include "wgmma.cuh"
 #include "wgmma_layout.h"
@@ -58,28 +57,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char* base = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
   const std::uint32_t sbase = smem_addr(base);
   std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(base + S::kBars);  // [0]: Q, [1 + s]: stage s
-  int* red = reinterpret_cast<int*>(bar + 3);                                // lo_min, hi_max, lo_max, hi_min
+  int* red = reinterpret_cast<int*>(bar + 3);                                // block_keys' scratch
 
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, lane = tid % 32;
   const int tg = mma::thread_in_group(lane);
   const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
 
   if (threadIdx.x == 0) {
-    red[0] = INT_MAX, red[1] = 0, red[2] = 0, red[3] = INT_MAX;
     for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);
     mbar_init_fence();
   }
-  __syncthreads();
-  // the block's rows: the union of their key ranges, and the keys every row sees
-  if (threadIdx.x < kBr && q0 + threadIdx.x < P.sq) {
-    const KeyRange r = mask.keys(q0 + threadIdx.x, P.sk);
-    atomicMax(&red[2], static_cast<int>(r.lo));
-    atomicMin(&red[3], static_cast<int>(r.hi));
-    if (r.lo < r.hi) atomicMin(&red[0], static_cast<int>(r.lo)), atomicMax(&red[1], static_cast<int>(r.hi));
-  }
-  __syncthreads();
-  const std::int64_t lo_min = red[0], hi_max = red[1], lo_max = red[2], hi_min = red[3];
-  const std::int64_t t_begin = lo_min < hi_max ? lo_min / kBc : 0, t_end = lo_min < hi_max ? (hi_max + kBc - 1) / kBc : 0;
+  const BlockKeys bk = block_keys(mask, q0, kBr, P.sq, P.sk, kBc, red);  // (its __syncthreads publish the barriers)
+  const std::int64_t t_begin = bk.t_begin, t_end = bk.t_end;
 
   // this thread's two rows (accumulator registers with (i / 2) even: x = 0, odd: x = 1)
   const wgmma::RC r0 = wgmma::frag_d(tid, 0);
@@ -125,33 +114,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<0>();
     fence_operands(s);
 
-    // scale, mask, online softmax (register e: row x = (e / 2) & 1, key t0 + frag_d's column)
+    // scale, mask, online softmax (attention_tile.cuh: the register convention is v2's)
     const std::int64_t t0 = j * kBc;
-    const bool full = lo_max <= t0 && hi_min >= t0 + kBc && t0 + kBc <= P.sk;
-    float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
-    for (int e = 0; e < kBc / 2; ++e) {
-      const int x = (e >> 1) & 1;
-      const std::int64_t key = t0 + 8 * (e >> 2) + 2 * tg + (e & 1);
-      float val = scale * s[e];
-      if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
-      s[e] = val;
-      bmax[x] = fmaxf(bmax[x], val);
-    }
-    for (int x = 0; x < 2; ++x) {
-      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 1));
-      bmax[x] = fmaxf(bmax[x], __shfl_xor_sync(0xffffffffu, bmax[x], 2));
-    }
     float alpha[2];
-    for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], bmax[x]);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
     for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
-    std::uint32_t pa[kBc / 16][4];
-    for (int e = 0; e < kBc / 2; e += 2) {
-      const int x = (e >> 1) & 1;
-      const float p0 = online_weight(st[x], s[e]), p1 = online_weight(st[x], s[e + 1]);
-      online_add(st[x], p0);
-      online_add(st[x], p1);
-      pa[e / 8][(e % 8) / 2] = pack2<T>(p0, p1);  // wgmma::p_from_s: register r of slice k is S's 8k + 2r
-    }
+    std::uint32_t pa[kBc / 16][4];  // wgmma::p_from_s: register r of key slice k is S's 8k + 2r, 8k + 2r + 1
+    for (int e = 0; e < kBc / 2; e += 2) pa[e / 8][(e % 8) / 2] = pack2<T>(s[e], s[e + 1]);
 
     // O += P V: P from registers, V (keys x D) as an MN-major operand
     fence_operands(acc);
@@ -165,21 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
   }
 
-  // l over the row's 4 lanes, then O = acc / l and LSE
-  for (int x = 0; x < 2; ++x) {
-    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 1);
-    st[x].l += __shfl_xor_sync(0xffffffffu, st[x].l, 2);
-  }
-  for (int x = 0; x < 2; ++x) {
-    if (row[x] >= P.sq) continue;
-    const float inv = online_inv_l(st[x]);
-    T* out = o + (row[x] * P.h + i) * D;
-    for (int nt = 0; nt < D / 8; ++nt) {
-      const int col = nt * 8 + 2 * tg;
-      *reinterpret_cast<std::uint32_t*>(out + col) = pack2<T>(acc[4 * nt + 2 * x] * inv, acc[4 * nt + 2 * x + 1] * inv);
-    }
-    if (tg == 0) lse[i * P.sq + row[x]] = online_lse(st[x]);
-  }
+  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse);
 #else
   __trap();  // not an sm_90a build: the launcher never gets here (v3_check_device)
 #endif

@@ -1,0 +1,100 @@
+// attention_tile.cuh: what the v2 (mma.sync) and v3 (wgmma) forward kernels do alike around their
+// products: which key tiles a query block needs, the online softmax of one key tile on a thread's
+// accumulator registers, and the final O and LSE of a thread's rows.
+//
+// What it is: device functions over the accumulator layout both instructions share (mma_layout.h's
+// 16 x 8 C tiles, wgmma_layout.h's frag_d): a thread holds two rows, x = 0 and 1 (rows g and g + 8
+// of its 16-row slice), and register e of a tile of keys is row x = (e / 2) % 2, key
+// 8 (e / 4) + 2 t + e % 2, with t = lane % 4. The kernels keep their registers in their own arrays
+// and pass an accessor `at(e)` returning a float& (fully unrolled, so it costs nothing). The
+// arithmetic is softmax_rules.h's (OnlineRow), the same the CPU reference runs.
+// What it is not: the products (attention_v2_fwd.cu, attention_v3_fwd.cu), or the backward.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+
+#include "mask_rule.h"
+#include "mma.cuh"  // pack2
+#include "softmax_rules.h"
+
+namespace cplab::cuda::detail {
+
+// The keys a block of query rows [q0, q0 + rows) sees: the union of the rows' ranges (as whole
+// tiles of `tile` keys: [t_begin, t_end)) and the range every row sees ([lo_max, hi_min)).
+struct BlockKeys {
+  std::int64_t lo_max, hi_min, t_begin, t_end;
+  // whether every row sees all keys of tile [t0, t0 + tile) (no per-element test needed)
+  __device__ bool full(std::int64_t t0, int tile, std::int64_t sk) const { return lo_max <= t0 && hi_min >= t0 + tile && t0 + tile <= sk; }
+};
+
+// every thread of the block calls it (two __syncthreads); red: 4 ints of shared memory
+__device__ inline BlockKeys block_keys(const MaskRule& mask, std::int64_t q0, int rows, std::int64_t sq, std::int64_t sk,
+                                       int tile, int* red) {
+  if (threadIdx.x == 0) red[0] = INT_MAX, red[1] = 0, red[2] = 0, red[3] = INT_MAX;  // lo_min, hi_max, lo_max, hi_min
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < rows && q0 + threadIdx.x < sq) {
+    const KeyRange r = mask.keys(q0 + threadIdx.x, sk);
+    atomicMax(&red[2], static_cast<int>(r.lo));
+    atomicMin(&red[3], static_cast<int>(r.hi));
+    if (r.lo < r.hi) atomicMin(&red[0], static_cast<int>(r.lo)), atomicMax(&red[1], static_cast<int>(r.hi));
+  }
+  __syncthreads();
+  const std::int64_t lo_min = red[0], hi_max = red[1];
+  const bool any = lo_min < hi_max;
+  return {red[2], red[3], any ? lo_min / tile : 0, any ? (hi_max + tile - 1) / tile : 0};
+}
+
+// x summed (or maxed) over the 4 lanes that hold one row
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// One tile of N / 2 keys starting at t0: at(e) holds the raw logits Q K^T on entry and the
+// probabilities P on return; st and alpha are per row x (alpha: the factor the caller applies to
+// its O accumulator rows before adding P V). kr: the rows' key ranges; full: no per-element test.
+template <int N, class At>
+__device__ __forceinline__ void softmax_tile(At&& at, OnlineRow<float> (&st)[2], const KeyRange (&kr)[2], std::int64_t t0,
+                                             int tg, bool full, float scale, float (&alpha)[2]) {
+  float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const int x = (e >> 1) & 1;
+    const std::int64_t key = t0 + 8 * (e >> 2) + 2 * tg + (e & 1);
+    float val = scale * at(e);
+    if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
+    at(e) = val;
+    bmax[x] = fmaxf(bmax[x], val);
+  }
+  for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], quad_max(bmax[x]));
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const int x = (e >> 1) & 1;
+    const float p = online_weight(st[x], at(e));
+    online_add(st[x], p);
+    at(e) = p;
+  }
+}
+
+// After the last tile: O = acc / l (D columns; acc(e) in the same register convention) stored as
+// T and the LSE, for the thread's rows row[x] < sq of query head i; o (sq, h, D), lse (h, sq).
+template <int D, class T, class Acc>
+__device__ __forceinline__ void store_rows(OnlineRow<float> (&st)[2], const std::int64_t (&row)[2], std::int64_t sq,
+                                           std::int64_t h, std::int64_t i, int tg, Acc&& acc, T* o, float* lse) {
+  for (int x = 0; x < 2; ++x) st[x].l = quad_sum(st[x].l);
+  for (int x = 0; x < 2; ++x) {
+    if (row[x] >= sq) continue;
+    const float inv = online_inv_l(st[x]);
+    T* out = o + (row[x] * h + i) * D;
+    for (int nt = 0; nt < D / 8; ++nt)
+      *reinterpret_cast<std::uint32_t*>(out + nt * 8 + 2 * tg) = pack2<T>(acc(4 * nt + 2 * x) * inv, acc(4 * nt + 2 * x + 1) * inv);
+    if (tg == 0) lse[i * sq + row[x]] = online_lse(st[x]);
+  }
+}
+
+}  // namespace cplab::cuda::detail
