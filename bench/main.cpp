@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
         std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
         return 77;
       }
+      cplab::cuda::check_device_supports(cp_args.kernel == "v3" ? cplab::cuda::Kernel::v3 : cplab::cuda::Kernel::v2);
       return cplab::bench::run_cp(cp_args);
     } catch (const cplab::Error& e) {
       std::cerr << "cplab-bench: error: " << e.what() << "\n";
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
       std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
       return 77;
     }
+    cplab::cuda::check_device_supports(static_cast<cplab::cuda::Kernel>(plan.kernel));
     return cplab::bench::run_attention(plan);
   } catch (const cplab::Error& e) {
     std::cerr << "cplab-bench: error: " << e.what() << "\n";

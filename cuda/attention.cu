@@ -10,6 +10,7 @@
 
 #include "attention_impl.cuh"
 #include "error.h"
+#include "tensor_map.h"  // v3_check_device
 
 namespace cplab::cuda {
 
@@ -44,6 +45,10 @@ void check_supported(Kernel kernel, DType dtype, const AttnDims& x) {
   require(x.dv == x.d, "kernel " + k + " needs dv == d (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
   if (kernel == Kernel::v3)
     require(v3_built(), "kernel v3 (wgmma + TMA) is not in this build: configure with CMAKE_CUDA_ARCHITECTURES including 90");
+}
+
+void check_device_supports(Kernel kernel) {
+  if (kernel == Kernel::v3) v3_check_device();
 }
 
 DeviceMask::DeviceMask(const Mask& mask, std::int64_t sq) {

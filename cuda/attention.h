@@ -58,6 +58,10 @@ struct AttnDims {
 // that the device is compute capability 9.0 is checked at launch (cplab::Error as well).
 void check_supported(Kernel kernel, DType dtype, const AttnDims& dims);
 
+// Throws cplab::Error unless the current device can run `kernel` (v3: compute capability 9.0);
+// v1 and v2 run on any device this build targets. Makes CUDA calls: call after a device is known.
+void check_device_supports(Kernel kernel);
+
 // A mask on the device: the MaskRule of a host Mask, with its ranges arrays (if any) copied to
 // device memory it owns. sq must be the number of query rows the mask describes.
 class DeviceMask {
