@@ -1,11 +1,11 @@
-// attention.cu: the host API of attention.h: checks, dispatch to v1 / v2, and the small
+// attention.cu: the host API of attention.h: checks, dispatch to v1 / v2 / v3, and the small
 // element-wise kernels (Delta, the (O, LSE) merges, casts).
 //
-// What it is: to_string(Kernel), check_supported (every rule a call must satisfy, as cplab::Error, before any CUDA
-// call), DeviceMask, the DType -> element type dispatch, and one-thread-per-(row, head) kernels
-// for softmax_delta, merge_streaming, merge_lse, fold_correction; a thread per element for casts.
+// What it is: to_string(Kernel), check_supported (every rule a call must satisfy, as cplab::Error,
+// before any CUDA call), check_device_supports, DeviceMask, the DType -> element type dispatch, and
+// one-thread-per-(row, head) kernels for softmax_delta, merge_streaming, merge_lse, fold_correction; a thread per element for casts.
 // The merges use softmax_rules.h's lse_merge / merge_weight, the reference's own definitions.
-// What it is not: the attention kernels (attention_v1.cu, attention_v2_*.cu).
+// What it is not: the attention kernels (attention_v1.cu, attention_v2_*.cu, attention_v3_fwd.cu).
 #include <string>
 
 #include "attention_impl.cuh"
