@@ -2,8 +2,9 @@
 // element-wise kernels (Delta, the (O, LSE) merges, casts).
 //
 // What it is: to_string(Kernel), check_supported (every rule a call must satisfy, as cplab::Error,
-// before any CUDA call), check_device_supports, DeviceMask, the DType -> element type dispatch, and
-// one-thread-per-(row, head) kernels for softmax_delta, merge_streaming, merge_lse, fold_correction; a thread per element for casts.
+// before any CUDA call), check_device_supports, DeviceMask, the DType -> element type dispatch,
+// and one-thread-per-(row, head) kernels for softmax_delta, merge_streaming, merge_lse,
+// fold_correction; a thread per element for casts.
 // The merges use softmax_rules.h's lse_merge / merge_weight, the reference's own definitions.
 // What it is not: the attention kernels (attention_v1.cu, attention_v2_*.cu, attention_v3_fwd.cu).
 #include <string>
