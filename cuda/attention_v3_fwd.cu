@@ -5,12 +5,13 @@
 // swizzled, counted on an mbarrier per stage) into two stages, the next tile always in flight
 // while this one is computed; out-of-range rows arrive as zeros. Each warpgroup computes
 // S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), applies
-// the mask and softmax_rules.h's online softmax to its accumulator registers exactly as v2 does
-// (the 4 lanes of a row combine maxima and sums with shuffles), and adds O += P V with
+// the mask and softmax_rules.h's online softmax to its accumulator registers with v2's own code
+// (attention_tile.cuh: the register convention is the same), and adds O += P V with
 // wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
 // shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
-// tiles every row sees in full skip the per-element test. Compiled for sm_90a only (CMake); the
-// launcher refuses other devices with a cplab::Error.
+// tiles every row sees in full skip the per-element test. Compiled for sm_90a when the build
+// targets 90 (CMake; otherwise the kernel body is empty and check_supported refuses v3); the
+// launcher refuses devices other than compute capability 9.0 with a cplab::Error.
 // What it is not: FlashAttention-3. There is no producer warp, no register reallocation
 // (setmaxnreg), no overlap of one warpgroup's softmax with the other's products (ping-pong) and
 // no intra-warpgroup overlap of S of the next tile with the softmax of this one; the backward of

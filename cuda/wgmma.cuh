@@ -6,7 +6,8 @@
 // product, mbarrier init / expect-tx / wait (the wait gives up with a trap after 10 s, so a load
 // that never lands is a kernel error, not a hang), and the TMA tile load cp.async.bulk.tensor.3d.
 // Which descriptor and register hold what is wgmma_layout.h (tested on the CPU).
-// What it is not: usable below sm_90a (the file that includes it is compiled for sm_90a only), or
+// What it is not: usable below sm_90a (its one caller emits them only under
+// __CUDA_ARCH_FEAT_SM90_ALL), or
 // warp-specialised pipelining (setmaxnreg, producer warps: FlashAttention-3's next step).
 #pragma once
 
