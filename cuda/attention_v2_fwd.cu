@@ -40,8 +40,10 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
                                                        T* __restrict__ o, float* __restrict__ lse) {
   extern __shared__ __align__(16) unsigned char raw[];
   T* qs = reinterpret_cast<T*>(raw);
-  T* ks[2] = {qs + Smem<D>::kTile, qs + 2 * Smem<D>::kTile};
-  T* vs[2] = {qs + 3 * Smem<D>::kTile, qs + 4 * Smem<D>::kTile};
+  // stage b's K and V tiles (arithmetic, not a pointer array: indexed by a runtime stage, an array
+  // would live in local memory)
+  const auto ks = [&](int b) { return qs + (1 + b) * Smem<D>::kTile; };
+  const auto vs = [&](int b) { return qs + (3 + b) * Smem<D>::kTile; };
   int* red = reinterpret_cast<int*>(qs + 5 * Smem<D>::kTile);
   constexpr int kLd = Smem<D>::kLd;
 
@@ -63,15 +65,15 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
 
   if (t_begin < t_end) {
     load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(qs, q, q0, P.sq, P.h, i);
-    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks[0], k, t_begin * kBc, P.sk, P.hk, kh);
-    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs[0], v, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(0), k, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(0), v, t_begin * kBc, P.sk, P.hk, kh);
     cp_async_commit();
   }
   for (std::int64_t j = t_begin; j < t_end; ++j) {
     const int buf = static_cast<int>((j - t_begin) & 1);
     if (j + 1 < t_end) {
-      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks[buf ^ 1], k, (j + 1) * kBc, P.sk, P.hk, kh);
-      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs[buf ^ 1], v, (j + 1) * kBc, P.sk, P.hk, kh);
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(buf ^ 1), k, (j + 1) * kBc, P.sk, P.hk, kh);
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(buf ^ 1), v, (j + 1) * kBc, P.sk, P.hk, kh);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
       for (int np = 0; np < kBc / 16; ++np) {
         std::uint32_t b[4];
         const mma::RC a = mma::ldsm_b_rows(lane);
-        ldsm_x4(b, ks[buf] + (np * 16 + a.row) * kLd + kk * 16 + a.col);
+        ldsm_x4(b, ks(buf) + (np * 16 + a.row) * kLd + kk * 16 + a.col);
         mma_pair<T>(s[2 * np], s[2 * np + 1], qf[kk], b);
       }
     // scale, mask, online softmax
@@ -106,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
       for (int dp = 0; dp < D / 16; ++dp) {
         std::uint32_t b[4];
         const mma::RC a = mma::ldsm_b_trans(lane);
-        ldsm_x4_trans(b, vs[buf] + (kk * 16 + a.row) * kLd + dp * 16 + a.col);
+        ldsm_x4_trans(b, vs(buf) + (kk * 16 + a.row) * kLd + dp * 16 + a.col);
         mma_pair<T>(acc[2 * dp], acc[2 * dp + 1], pa, b);
       }
     }
