@@ -81,14 +81,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto load_kv = [&](std::int64_t j, int s) {
     mbar_expect_tx(&bar[1 + s], 2 * S::kKV);
     for (int p = 0; p < D / 64; ++p) {
-      tma_load_3d(base + S::k_at(s) + p * kBc * 128, &tk, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
-      tma_load_3d(base + S::v_at(s) + p * kBc * 128, &tv, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
+      tma_load_3d(base + S::k_at(s) + wgmma::panel_offset(kBc, p), &tk, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
+      tma_load_3d(base + S::v_at(s) + wgmma::panel_offset(kBc, p), &tv, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
     }
   };
   if (threadIdx.x == 0 && t_begin < t_end) {
     mbar_expect_tx(&bar[0], S::kQ);
     for (int p = 0; p < D / 64; ++p)
-      tma_load_3d(base + p * kBr * 128, &tq, &bar[0], 64 * p, static_cast<int>(i), static_cast<int>(q0));
+      tma_load_3d(base + wgmma::panel_offset(kBr, p), &tq, &bar[0], 64 * p, static_cast<int>(i), static_cast<int>(q0));
     load_kv(t_begin, 0);
   }
 

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "device_buffer.h"
 #include "dtype.h"
+#include "error.h"
 
 namespace cplab::cuda::test {
 
@@ -34,14 +35,15 @@ inline Tol tolerance(DType t) {
   return {2e-2, 1e-4, 5e-2};
 }
 
+// (the library's own rules: check_supported's build rule, check_device_supports' device rule)
 inline std::string v3_unavailable() {
-  if (!kernel_v3_built()) return "kernel v3 is not in this build (CMAKE_CUDA_ARCHITECTURES without 90)";
-  int dev = 0, major = 0, minor = 0;
-  CPLAB_CUDA_CHECK(cudaGetDevice(&dev));
-  CPLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CPLAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major == 9 && minor == 0) return "";
-  return "kernel v3 needs compute capability 9.0; this device is " + std::to_string(major) + "." + std::to_string(minor);
+  try {
+    check_supported(Kernel::v3, DType::bf16, AttnDims{1, 1, 1, 1, 64, 64});
+    check_device_supports(Kernel::v3);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline Tensor3<double> rounded_tensor(index_t n, index_t h, index_t d, std::uint64_t seed, DType t) {

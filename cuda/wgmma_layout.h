@@ -43,10 +43,14 @@ constexpr std::uint32_t kAtomBytes = 1024;  // 8 rows: one swizzle pattern, the 
 // 128-byte swizzle of a byte offset from a 1024-aligned base: bits 4..6 ^= bits 7..9
 CPLAB_HD constexpr std::uint32_t swizzle128(std::uint32_t off) { return off ^ ((off >> 3) & 0x70u); }
 
+// byte offset of panel p (columns [64 p, 64 p + 64)) of a [rows][D] tile: where its TMA box lands
+CPLAB_HD constexpr std::uint32_t panel_offset(int rows, int p) {
+  return static_cast<std::uint32_t>(p) * static_cast<std::uint32_t>(rows) * kRowBytes;
+}
+
 // byte offset of element (r, c) of a [rows][D] tile stored as swizzled panels (see above)
 CPLAB_HD constexpr std::uint32_t tile_offset(int rows, int r, int c) {
-  return static_cast<std::uint32_t>(c / kPanelCols) * static_cast<std::uint32_t>(rows) * kRowBytes +
-         swizzle128(static_cast<std::uint32_t>(r) * kRowBytes + static_cast<std::uint32_t>(c % kPanelCols) * 2u);
+  return panel_offset(rows, c / kPanelCols) + swizzle128(static_cast<std::uint32_t>(r) * kRowBytes + static_cast<std::uint32_t>(c % kPanelCols) * 2u);
 }
 
 // the 64-bit wgmma matrix descriptor: start address, LBO and SBO in bytes (encoded >> 4, 14 bits
@@ -59,15 +63,14 @@ CPLAB_HD constexpr std::uint64_t desc_encode(std::uint32_t start, std::uint32_t 
 // K-major operand: rows [row0, row0 + 64 or N) and columns [16 k, 16 k + 16) of the tile at shared
 // address `tile` (rows x D, row0 a multiple of 8)
 CPLAB_HD constexpr std::uint64_t desc_k_major(std::uint32_t tile, int rows, int row0, int k) {
-  const std::uint32_t panel = static_cast<std::uint32_t>(16 * k / kPanelCols) * static_cast<std::uint32_t>(rows) * kRowBytes;
-  const std::uint32_t start = tile + panel + static_cast<std::uint32_t>(row0) * kRowBytes + static_cast<std::uint32_t>((16 * k) % kPanelCols) * 2u;
+  const std::uint32_t start = tile + panel_offset(rows, 16 * k / kPanelCols) + static_cast<std::uint32_t>(row0) * kRowBytes + static_cast<std::uint32_t>((16 * k) % kPanelCols) * 2u;
   return desc_encode(start, 16u, kAtomBytes);
 }
 
 // MN-major operand (imm-trans-b = 1): K rows [16 k, 16 k + 16) of the tile at `tile` (rows x D),
 // all D columns as N
 CPLAB_HD constexpr std::uint64_t desc_mn_major(std::uint32_t tile, int rows, int k) {
-  return desc_encode(tile + static_cast<std::uint32_t>(16 * k) * kRowBytes, static_cast<std::uint32_t>(rows) * kRowBytes, kAtomBytes);
+  return desc_encode(tile + static_cast<std::uint32_t>(16 * k) * kRowBytes, panel_offset(rows, 1), kAtomBytes);
 }
 
 // accumulator register i (0 .. N/2 - 1) of thread tid (0..127) of an m64nNk16 product
