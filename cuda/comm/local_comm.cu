@@ -1,7 +1,8 @@
 // local_comm.cu: LocalWorld / LocalComm (see local_comm.h): matching of send/recv halves, the
 // event handshake that completes a pair on both streams, and the schedule-bug checks.
 //
-// What it is: host code only (CUDA runtime API: events, cudaStreamWaitEvent, cudaMemcpyAsync).
+// What it is: host code (CUDA runtime API: events, cudaStreamWaitEvent, cudaMemcpyAsync), plus the
+// one-thread spin kernel of the stress mode (CPLAB_LOCAL_COMM_DELAY_US).
 // Argument checks and pairing checks come before any CUDA call, so schedule bugs are reported the
 // same way on machines without a GPU.
 // What it is not: a kernel, a copy-speed model, or thread-safe.
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +21,29 @@ namespace cplab::cuda {
 namespace {
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " bytes"; }
+
+// the stress mode's delay: one thread spins on the global nanosecond timer
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+constexpr int kMaxDelayUs = 1000000;
+
+int delay_from_env() {
+  const char* v = std::getenv("CPLAB_LOCAL_COMM_DELAY_US");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long us = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || us < 0 || us > kMaxDelayUs)
+    throw std::invalid_argument("CPLAB_LOCAL_COMM_DELAY_US='" + std::string(v) + "': expected an integer number of microseconds in [0, " +
+                                std::to_string(kMaxDelayUs) + "]");
+  return static_cast<int>(us);
+}
 
 }  // namespace
 
@@ -124,6 +149,14 @@ LocalWorld::LocalWorld(int P) {
     throw std::invalid_argument("LocalWorld: P = " + std::to_string(P) + " virtual ranks, expected 1 <= P <= 4096");
   for (int r = 0; r < P; ++r) ranks_.push_back(std::unique_ptr<LocalComm>(new LocalComm(this, r)));
   config_round_.resize(static_cast<std::size_t>(P));
+  delay_us_ = delay_from_env();
+}
+
+void LocalWorld::set_copy_delay_us(int us) {
+  if (us < 0 || us > kMaxDelayUs)
+    throw std::invalid_argument("LocalWorld::set_copy_delay_us(" + std::to_string(us) + "): expected 0 <= us <= " +
+                                std::to_string(kMaxDelayUs));
+  delay_us_ = us;
 }
 
 LocalWorld::~LocalWorld() {
@@ -251,6 +284,10 @@ void LocalWorld::post(Op op) {
 // sender's stream then waits for the copy, so later work on either stream sees the pair complete.
 void LocalWorld::complete(const Op& send, const Op& recv) {
   CPLAB_CUDA_CHECK(cudaStreamWaitEvent(recv.stream, send.ready, 0));
+  if (delay_us_ > 0) {
+    spin_kernel<<<1, 1, 0, recv.stream>>>(static_cast<unsigned long long>(delay_us_) * 1000ull);
+    CPLAB_CUDA_CHECK(cudaGetLastError());
+  }
   if (send.bytes > 0)
     CPLAB_CUDA_CHECK(cudaMemcpyAsync(recv.buf, send.buf, send.bytes, cudaMemcpyDeviceToDevice, recv.stream));
   cudaEvent_t done = take_event();

@@ -16,10 +16,15 @@
 //
 // THE RULE (what replaces NCCL's blocking): an operation is put on the streams only when its
 // partner is issued. Until then, its rank must not enqueue work that writes a buffer being sent
-// or reads a buffer being received. Lockstep CP code satisfies this naturally: issue every rank's
-// communication of a step, then work that depends on it (the ring pattern "send cur, recv next,
-// compute on cur" is fine in any order). world.group_start()/group_end() around a step checks it:
-// every operation must be matched at the outermost world.group_end().
+// or reads a buffer being received, and must not record an event on that stream for another
+// stream to wait on: the event would not cover the copy, which is enqueued later. Lockstep CP code
+// satisfies this by issuing every rank's communication of a step first, then recording events and
+// enqueuing the work that depends on it. world.group_start()/group_end() around a step checks
+// that every operation is matched at the outermost world.group_end(); it cannot see an event
+// recorded too early. That is what the copy delay is for: with CPLAB_LOCAL_COMM_DELAY_US=N in the
+// environment (or set_copy_delay_us(N)), every copy waits N microseconds on the GPU first, so
+// work that reads a received buffer without really waiting for it reads stale data every time,
+// and a test fails instead of passing by timing luck.
 //
 // check_async() (and so finish()) queries every stream a rank has used since the last finish():
 // keep those streams alive until then.
@@ -76,7 +81,9 @@ class LocalComm final : public Comm {
 
 class LocalWorld {
  public:
-  explicit LocalWorld(int P);  // 1 <= P <= 4096; makes no CUDA call (events are created on first use)
+  // 1 <= P <= 4096; makes no CUDA call (events are created on first use); reads the copy delay
+  // from CPLAB_LOCAL_COMM_DELAY_US (std::invalid_argument unless an integer in [0, 1e6])
+  explicit LocalWorld(int P);
   ~LocalWorld();
   LocalWorld(const LocalWorld&) = delete;
   LocalWorld& operator=(const LocalWorld&) = delete;
@@ -96,6 +103,11 @@ class LocalWorld {
   void finish();
 
   std::size_t pending() const;  // unmatched operations
+
+  // Stress mode (see THE RULE): every later copy first spins `us` microseconds on the receiver's
+  // stream (0 = off, the default unless CPLAB_LOCAL_COMM_DELAY_US is set; at most 1e6).
+  void set_copy_delay_us(int us);
+  int copy_delay_us() const { return delay_us_; }
   std::uint64_t total_bytes_sent() const;  // sum of bytes_sent() over ranks
 
  private:
@@ -130,6 +142,7 @@ class LocalWorld {
   std::uint64_t calls_ = 0;
   std::optional<std::string> failure_;  // set by the first schedule bug / config mismatch
   bool failure_is_logic_ = true;
+  int delay_us_ = 0;
 };
 
 }  // namespace cplab::cuda

@@ -2,7 +2,8 @@
 //
 // What it is: LocalWorld / LocalComm argument checks and the schedule bugs that are detected before
 // any CUDA call (a recv issued first and never matched, or matched by a send of another size;
-// unbalanced groups; check_same_config, which LocalComm compares on the host); group validation of
+// unbalanced groups; check_same_config, which LocalComm compares on the host); the stress mode's
+// copy-delay setting; group validation of
 // the collectives; the config hash; and, when NCCL is built, that NcclComm fails at once with
 // NoDeviceError on a machine without a GPU, and the CPLAB_NCCL_TIMEOUT_S parsing.
 // What it is not: a test of data movement (test_local_comm.cpp, test_nccl_comm.cpp, on a GPU).
@@ -40,6 +41,27 @@ TEST_CASE("LocalWorld: sizes and ranks are checked") {
   CHECK(std::string(world.rank(0).backend()) == "local");
   CHECK_THROWS_WITH_AS(world.rank(3), doctest::Contains("rank 3 outside [0, 3)"), std::invalid_argument);
   CHECK_THROWS_AS(world.rank(-1), std::invalid_argument);
+}
+
+TEST_CASE("LocalWorld copy delay (stress mode): CPLAB_LOCAL_COMM_DELAY_US and set_copy_delay_us are checked") {
+  const char* old = std::getenv("CPLAB_LOCAL_COMM_DELAY_US");
+  const std::string saved = old ? old : "";
+  unsetenv("CPLAB_LOCAL_COMM_DELAY_US");
+  CHECK(LocalWorld(2).copy_delay_us() == 0);
+  setenv("CPLAB_LOCAL_COMM_DELAY_US", "250", 1);
+  CHECK(LocalWorld(2).copy_delay_us() == 250);
+  for (const char* bad : {"abc", "-1", "5us", "1000001"}) {
+    setenv("CPLAB_LOCAL_COMM_DELAY_US", bad, 1);
+    CHECK_THROWS_WITH_AS(LocalWorld(2), doctest::Contains("expected an integer number of microseconds in [0, 1000000]"),
+                         std::invalid_argument);
+  }
+  if (old) setenv("CPLAB_LOCAL_COMM_DELAY_US", saved.c_str(), 1);
+  else unsetenv("CPLAB_LOCAL_COMM_DELAY_US");
+  LocalWorld world(2);
+  world.set_copy_delay_us(1000);
+  CHECK(world.copy_delay_us() == 1000);
+  CHECK_THROWS_AS(world.set_copy_delay_us(-5), std::invalid_argument);
+  CHECK_THROWS_AS(world.set_copy_delay_us(2000000), std::invalid_argument);
 }
 
 TEST_CASE("LocalComm: bad point-to-point arguments are refused before any CUDA call") {

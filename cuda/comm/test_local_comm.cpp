@@ -3,14 +3,16 @@
 // What it is: ring exchanges over P = 2..8 virtual ranks for P steps with no host synchronisation
 // between steps (so stream ordering is what is tested), all-gather and all-to-all over the whole
 // world, over sub-groups given in an arbitrary order, and in place; the completion of a pair on
-// both streams; schedule bugs that need a GPU to arise (a send issued first, then a mismatch or no
-// recv at all) throwing instead of hanging; and the byte counters. Every byte is checked on the host.
+// both streams; the stress mode's copy delay exposing an event recorded too early; schedule bugs
+// that need a GPU to arise (a send issued first, then a mismatch or no recv at all) throwing
+// instead of hanging; and the byte counters. Every byte is checked on the host.
 // What it is not: the argument/schedule checks that need no GPU (test_comm_host.cpp) or timings.
 #include <doctest/doctest.h>
 
 #include "check.h"
 #include "device_buffer.h"
 #include "local_comm.h"
+#include "stream.h"
 
 #include <cuda_runtime.h>
 
@@ -57,9 +59,6 @@ long first_diff(const Bytes& a, const Bytes& b) {
   return a.size() == b.size() ? -1 : static_cast<long>(std::min(a.size(), b.size()));
 }
 
-// cudaMemcpy from pageable memory may return before its DMA lands: settle uploads before streams use them.
-void settle() { CPLAB_CUDA_CHECK(cudaDeviceSynchronize()); }
-
 struct Streams {
   std::vector<cudaStream_t> s;
   explicit Streams(int n) : s(static_cast<std::size_t>(n)) {
@@ -91,7 +90,6 @@ TEST_CASE("LocalComm ring: P = 2..8 virtual ranks, P - 1 steps without host sync
       nxt.emplace_back(B);
       seen.emplace_back(static_cast<std::size_t>(P) * B);
     }
-    settle();
     for (int step = 0; step < P; ++step) {
       for (int r = 0; r < P; ++r)  // the step's "compute": reads cur on the rank's stream
         CPLAB_CUDA_CHECK(cudaMemcpyAsync(seen[static_cast<std::size_t>(r)].data() + static_cast<std::size_t>(step) * B,
@@ -130,7 +128,6 @@ TEST_CASE("LocalComm: ranks may share one stream, and a rank may send to itself"
     in.push_back(upload(pattern(50 + r, B)));
     out.emplace_back(B);
   }
-  settle();
   for (int r = 0; r < 3; ++r) {
     Comm& c = world.rank(r);
     c.group_start();
@@ -165,7 +162,6 @@ TEST_CASE("LocalComm all_gather: whole world, a sub-group in arbitrary order, in
   const Group g{4, 1, 3};  // position 0 = rank 4, position 1 = rank 1, position 2 = rank 3
   std::vector<Buf> gout;
   for (std::size_t i = 0; i < g.size(); ++i) gout.emplace_back(g.size() * B);
-  settle();
   for (int r = 0; r < P; ++r) world.rank(r).all_gather(in[static_cast<std::size_t>(r)].data(), out[static_cast<std::size_t>(r)].data(), B, {}, s[r]);
   for (std::size_t pos = 0; pos < g.size(); ++pos)
     world.rank(g[pos]).all_gather(in[static_cast<std::size_t>(g[pos])].data(), gout[pos].data(), B, g, s[g[pos]]);
@@ -214,7 +210,6 @@ TEST_CASE("LocalComm all_to_all: whole world and a sub-group in arbitrary order"
     gin.push_back(upload(h));
     gout.emplace_back(g.size() * B);
   }
-  settle();
   for (int r = 0; r < P; ++r) world.rank(r).all_to_all(in[static_cast<std::size_t>(r)].data(), out[static_cast<std::size_t>(r)].data(), B, {}, s[r]);
   for (std::size_t pos = 0; pos < g.size(); ++pos) world.rank(g[pos]).all_to_all(gin[pos].data(), gout[pos].data(), B, g, s[g[pos]]);
   world.finish();
@@ -235,7 +230,6 @@ TEST_CASE("LocalComm: a pair completes on both streams (sender may overwrite, re
   const std::size_t N = std::size_t{64} << 20;  // large, so that the copies take a while
   const Bytes pat = pattern(7, N);
   Buf staged = upload(pat), src(N), dst(N), seen(N);
-  settle();
   CPLAB_CUDA_CHECK(cudaMemsetAsync(src.data(), 0, N, s[0]));  // src gets its value late on stream 0
   CPLAB_CUDA_CHECK(cudaMemcpyAsync(src.data(), staged.data(), N, cudaMemcpyDeviceToDevice, s[0]));
   world.rank(1).recv(dst.data(), N, 0, s[1]);  // receiver first: nothing is enqueued yet
@@ -246,6 +240,29 @@ TEST_CASE("LocalComm: a pair completes on both streams (sender may overwrite, re
   sync_all(world, s);
   CHECK(first_diff(download(seen), pat) == -1);
   CHECK(first_diff(download(dst), pat) == -1);
+}
+
+TEST_CASE("LocalComm stress delay: an event recorded before the partner is posted misses the copy, every time") {
+  // What the stress mode (CPLAB_LOCAL_COMM_DELAY_US) is for: THE RULE of local_comm.h broken on
+  // purpose. Rank 1 records an event on its stream before rank 0's send exists; a third stream
+  // that waits on that event reads the buffer before the (20 ms late) copy lands.
+  LocalWorld world(2);
+  world.set_copy_delay_us(20000);
+  Streams s(3);
+  const std::size_t N = std::size_t{1} << 20;
+  const Bytes pat = pattern(11, N), zeros(N, 0);
+  Buf src = upload(pat), dst = upload(zeros), seen(N);
+  Event early;
+  world.rank(1).recv(dst.data(), N, 0, s[1]);
+  early.record(s[1]);  // too early: the copy is enqueued on s[1] only when the send is posted
+  early.wait_on(s[2]);
+  CPLAB_CUDA_CHECK(cudaMemcpyAsync(seen.data(), dst.data(), N, cudaMemcpyDeviceToDevice, s[2]));
+  world.rank(0).send(src.data(), N, 1, s[0]);
+  world.finish();
+  sync_all(world, s);
+  CPLAB_CUDA_CHECK(cudaStreamSynchronize(s[2]));
+  CHECK(first_diff(download(seen), zeros) == -1);  // stale: read before the copy
+  CHECK(first_diff(download(dst), pat) == -1);     // and the copy did land
 }
 
 TEST_CASE("LocalComm: schedule bugs after a send throw with ranks and sizes instead of hanging") {

@@ -34,6 +34,15 @@ const std::byte* held_at(const GpuRingRank& x, std::int64_t elems, const GpuRing
 // the global rank of ring position p
 int peer(const GpuRingRank& x, std::int64_t p) { return x.members[static_cast<std::size_t>(p)]; }
 
+// After EVERY driven rank has posted its step's transfers: `received` marks them on each transfer
+// stream. Not inside the posting loop: LocalComm enqueues a pair's copy (on the receiver's stream)
+// and the sender's wait for it only when the second half is posted, which for rank 0's receive
+// from rank P-1 is later in the same loop (local_comm.h, THE RULE). Under NCCL (one driven rank per
+// thread) group_end() has enqueued everything already, so this is the same as recording there.
+void mark_received(const std::vector<GpuRingRank*>& ranks) {
+  for (GpuRingRank* x : ranks) x->received.record(x->transfer.get());
+}
+
 }  // namespace
 
 Partition GpuRingSpec::partition() const {
@@ -112,8 +121,8 @@ void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ran
         x->comm->send(x->held, kv_bytes, peer(*x, ring_fwd_dst(P, r)), x->transfer.get());
         x->comm->recv(x->kv_next.data(), kv_bytes, peer(*x, ring_fwd_src(P, r)), x->transfer.get());
         x->comm->group_end();
-        x->received.record(x->transfer.get());
       }
+    if (post.posts && does_comm(work)) mark_received(ranks);
     for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
       GpuRingRank* x = ranks[xi];
       const RingTile& t = x->fwd_tiles[static_cast<std::size_t>(i)];
@@ -170,8 +179,8 @@ void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ra
         if (post.kv) x->comm->recv(x->kv_next.data(), kv_bytes, src, x->transfer.get());
         if (post.dkv) x->comm->recv(x->dkv_in.data(), dkv_bytes, src, x->transfer.get());
         x->comm->group_end();
-        x->received.record(x->transfer.get());
       }
+    if (transfer) mark_received(ranks);
     for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
       GpuRingRank* x = ranks[xi];
       const RingTile& t = x->bwd_tiles[static_cast<std::size_t>(i)];
