@@ -1,7 +1,8 @@
 // device_buffer.h: DeviceBuffer<T>, a move-only owner of n elements of cudaMalloc'd GPU memory.
 //
 // What it is: RAII for a flat device array: allocates in the constructor (checked), frees in the
-// destructor, and copies whole buffers to/from host memory with checked, synchronous cudaMemcpy.
+// destructor, and copies whole buffers to/from host memory with checked, synchronous cudaMemcpy;
+// and upload_sync, the one host -> device upload that is complete when it returns.
 // What it is not: a tensor (no shape; callers document shapes), a stream-ordered or pooled
 // allocator, or something that can be copied (move it instead).
 #pragma once
@@ -18,6 +19,16 @@
 #include <utility>
 
 namespace cplab::cuda {
+
+// host -> device (any device: cudaMemcpyDefault), complete when it returns. A plain cudaMemcpy from
+// pageable memory may return once the data is staged, before its DMA lands, and cplab's streams
+// are non-blocking, so they would not wait for it: the legacy stream is synchronized here. For
+// set-up (inputs, masks, index lists), not for timed loops.
+inline void upload_sync(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  CPLAB_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  CPLAB_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
 
 template <typename T>
 class DeviceBuffer {
@@ -47,12 +58,13 @@ class DeviceBuffer {
   const T* data() const noexcept { return ptr_; }  // device pointer, n elements
   std::size_t size() const noexcept { return n_; }
 
-  // host (size() elements) -> device; blocks until done
+  // host (size() elements) -> device; complete when it returns (upload_sync)
   void copy_from_host(std::span<const T> host) {
     check_size(host.size());
-    if (n_ > 0) CPLAB_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    upload_sync(ptr_, host.data(), n_ * sizeof(T));
   }
-  // device -> host (size() elements); blocks until done (so it also surfaces earlier kernel faults)
+  // device -> host (size() elements); blocks until the copy is done. It does not wait for work on
+  // cplab's (non-blocking) streams: synchronize the streams that write this buffer first.
   void copy_to_host(std::span<T> host) const {
     check_size(host.size());
     if (n_ > 0) CPLAB_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));

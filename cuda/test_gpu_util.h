@@ -61,7 +61,7 @@ inline DeviceBuffer<std::byte> upload(const std::vector<double>& x, DType t) {
 }
 inline void upload(DeviceBuffer<std::byte>& dst, std::size_t byte_offset, const std::vector<double>& x, DType t) {
   const std::vector<std::byte> b = to_dtype(x, t);
-  CPLAB_CUDA_CHECK(cudaMemcpy(dst.data() + byte_offset, b.data(), b.size(), cudaMemcpyHostToDevice));
+  upload_sync(dst.data() + byte_offset, b.data(), b.size());
 }
 // count elements of type t (or fp32) at src, as doubles
 inline std::vector<double> download_t(const std::byte* src, std::size_t count, DType t) {

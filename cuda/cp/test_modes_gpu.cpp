@@ -129,12 +129,12 @@ void run(GpuCpSpec s, bool use_nccl = false) {
   Ranks ranks(s, use_nccl);
   std::vector<std::unique_ptr<GpuCpRank>>& own = ranks.own;
   const std::size_t e = dtype_size(t);
-  for (index_t r = 0; r < P; ++r) {  // (cudaMemcpyDefault: a rank's memory may be on another GPU)
+  for (index_t r = 0; r < P; ++r) {  // (upload_sync copies to any GPU: a rank's memory may be on another)
     GpuCpRank& x = *own[static_cast<size_t>(r)];
     const size_t R = static_cast<size_t>(r);
     for (auto [dst, src] : {std::pair{x.q(), &qs[R]}, {x.kv(), &ks[R]}, {x.kv() + static_cast<size_t>(n * hk * d) * e, &vs[R]}, {x.dout(), &ds[R]}}) {
       const std::vector<std::byte> b = to_dtype(src->data, t);
-      CPLAB_CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size(), cudaMemcpyDefault));
+      upload_sync(dst, b.data(), b.size());
     }
   }
   for (int rep = 0; rep < 2; ++rep) ranks.layer(s);  // twice: the inputs must survive a run
