@@ -103,11 +103,7 @@ int main(int argc, char** argv) {
   if (cp->parsed()) {
     try {
       cplab::bench::check_cp_args(cp_args);
-      const std::string reason = cplab::cuda::device_unusable_reason();
-      if (!reason.empty()) {
-        std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
-        return 77;
-      }
+      if (const auto rc = cplab::cuda::no_device_exit("cplab-bench: ")) return *rc;
       cplab::cuda::check_device_supports(cp_args.kernel == "v3" ? cplab::cuda::Kernel::v3 : cplab::cuda::Kernel::v2);
       return cplab::bench::run_cp(cp_args);
     } catch (const cplab::Error& e) {
@@ -128,11 +124,7 @@ int main(int argc, char** argv) {
       dims.d = dims.dv = x.d;
       cplab::cuda::check_supported(static_cast<cplab::cuda::Kernel>(plan.kernel), plan.dtype, dims);
     }
-    const std::string reason = cplab::cuda::device_unusable_reason();
-    if (!reason.empty()) {
-      std::printf("cplab-bench: skipped: no CUDA device (%s)\n", reason.c_str());
-      return 77;
-    }
+    if (const auto rc = cplab::cuda::no_device_exit("cplab-bench: ")) return *rc;
     cplab::cuda::check_device_supports(static_cast<cplab::cuda::Kernel>(plan.kernel));
     return cplab::bench::run_attention(plan);
   } catch (const cplab::Error& e) {

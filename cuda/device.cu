@@ -1,13 +1,16 @@
-// device.cu: device_count / device_unusable_reason / device_summary (see device.h).
+// device.cu: device_count / device_unusable_reason / device_fault / no_device_exit /
+// device_summary (see device.h).
 //
-// What it is: thin wrappers over cudaGetDeviceCount / cudaFree(0) / cudaGetDeviceProperties that
-// turn every failure into a count of 0 or a reason string.
+// What it is: thin wrappers over cudaGetDeviceCount / cudaSetDevice + cudaFree(0) /
+// cudaGetDeviceProperties that turn every failure into a count of 0 or a reason string, and the
+// skip-or-fail rule built on them.
 // What it is not: a place that throws; every error is reported, then cleared with cudaGetLastError.
 #include "device.h"
 
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <sys/stat.h>
 
 namespace cplab::cuda {
 
@@ -25,6 +28,38 @@ cudaError_t query_count(int& n) noexcept {
   return err;
 }
 
+struct Probe {
+  cudaError_t err = cudaSuccess;  // cudaErrorNoDevice also when the device index is out of range
+  std::string reason;             // "" when usable
+};
+
+// Creates a context on `device` (cudaFree(0)) and puts the thread's current device back.
+Probe probe(int device) {
+  int n = 0;
+  if (const cudaError_t err = query_count(n); err != cudaSuccess) return {err, cudaGetErrorString(err)};
+  if (n == 0) return {cudaErrorNoDevice, "no CUDA device found"};
+  if (device < 0 || device >= n)
+    return {cudaErrorNoDevice, "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(n) + " visible)"};
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) {
+    prev = -1;
+    (void)cudaGetLastError();
+  }
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaFree(nullptr);  // forces context creation on the device
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  if (prev >= 0 && prev != device) (void)cudaSetDevice(prev);
+  if (err != cudaSuccess) return {err, cudaGetErrorString(err)};
+  return {};
+}
+
+bool nvidia_driver_present() {
+  struct stat st {};
+  return stat("/dev/nvidiactl", &st) == 0;
+}
+
+bool is_fault(const Probe& p) { return !p.reason.empty() && p.err != cudaErrorNoDevice && nvidia_driver_present(); }
+
 }  // namespace
 
 int device_count() noexcept {
@@ -33,22 +68,26 @@ int device_count() noexcept {
   return n;
 }
 
-std::string device_unusable_reason() {
-  int n = 0;
-  cudaError_t err = query_count(n);
-  if (err != cudaSuccess) return cudaGetErrorString(err);
-  if (n == 0) return "no CUDA device found";
-  err = cudaSetDevice(0);
-  if (err == cudaSuccess) err = cudaFree(nullptr);  // forces context creation on device 0
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    return cudaGetErrorString(err);
+std::string device_unusable_reason(int device) { return probe(device).reason; }
+
+bool device_fault(int device) { return is_fault(probe(device)); }
+
+std::optional<int> no_device_exit(const std::string& who) {
+  const Probe p = probe(0);
+  if (p.reason.empty()) return std::nullopt;
+  if (is_fault(p)) {
+    std::printf("%serror: this machine has an NVIDIA driver (/dev/nvidiactl) but CUDA cannot use device 0: %s\n", who.c_str(),
+                p.reason.c_str());
+    std::fflush(stdout);
+    return 1;
   }
-  return "";
+  std::printf("%sskipped: no CUDA device (%s)\n", who.c_str(), p.reason.c_str());
+  std::fflush(stdout);
+  return 77;
 }
 
 std::string device_summary() {
-  const std::string reason = device_unusable_reason();
+  const std::string reason = device_unusable_reason(0);
   if (!reason.empty()) return "no CUDA device: " + reason;
   cudaDeviceProp prop{};
   const cudaError_t err = cudaGetDeviceProperties(&prop, 0);

@@ -200,18 +200,25 @@ int run_mpi(const Args& a, int argc, char** argv) {
 #if defined(CPLAB_HAVE_MPI) && defined(CPLAB_HAVE_NCCL)
   MpiSession mpi(argc, argv);
   const bool root = mpi.rank() == 0;
-  if (const std::string problem = mpi_device_problem(mpi); !problem.empty()) {
-    if (root) std::printf("cplab-comm-check: skipped: no CUDA device (%s)\n", problem.c_str());
-    return kSkip;
+  if (const MpiDeviceProblem problem = mpi_device_problem(mpi); !problem.text.empty()) {
+    if (root && problem.fault)
+      std::printf("cplab-comm-check: error: this machine has an NVIDIA driver (/dev/nvidiactl) but CUDA cannot use a rank's GPU: %s\n",
+                  problem.text.c_str());
+    else if (root)
+      std::printf("cplab-comm-check: skipped: no CUDA device (%s)\n", problem.text.c_str());
+    return problem.fault ? kFailed : kSkip;
   }
   if (a.ranks >= 0 && a.ranks != mpi.size()) {
     if (root)
       std::fprintf(stderr, "cplab-comm-check: error: --ranks %d but mpirun started %d processes\n", a.ranks, mpi.size());
     return kBadArgs;
   }
+  // Outside the try: an error must abort the communicator (not finalize it, which waits for the
+  // other ranks up to the NCCL time-out) before MPI_Abort ends the job.
+  std::unique_ptr<NcclComm> comm;
   try {
     if (root) std::printf("cplab-comm-check: backend mpi, %d processes, rank 0 on %s\n", mpi.size(), device_summary().c_str());
-    const auto comm = nccl_comm_from_mpi(mpi);
+    comm = nccl_comm_from_mpi(mpi);
     const std::vector<Outcome> mine = run_rank(*comm, a.bytes);
     int status = 0;
     for (std::size_t k = 0; k < kAllChecks.size(); ++k) {
@@ -229,6 +236,7 @@ int run_mpi(const Args& a, int argc, char** argv) {
     // Another rank may be waiting on this one: end the whole job now rather than let it time out.
     std::fprintf(stderr, "cplab-comm-check: error on rank %d: %s\n", mpi.rank(), e.what());
     std::fflush(stderr);
+    if (comm) comm->abort();
     mpi.abort(kFailed);
   }
 #else
@@ -250,10 +258,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (a.backend == "mpi") return run_mpi(a, argc, argv);  // checks the devices of every rank itself
-    if (const std::string reason = device_unusable_reason(); !reason.empty()) {
-      std::printf("cplab-comm-check: skipped: no CUDA device (%s)\n", reason.c_str());
-      return kSkip;
-    }
+    if (const auto rc = no_device_exit("cplab-comm-check: ")) return *rc;
     if (a.backend == "local") return run_local(a);
 #ifdef CPLAB_HAVE_NCCL
     return run_nccl(a);

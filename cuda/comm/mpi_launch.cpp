@@ -84,24 +84,30 @@ void MpiSession::abort(int code) const {
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
-std::string mpi_device_problem(const MpiSession& mpi) {
-  std::string mine = device_unusable_reason();
-  if (mine.empty() && mpi.local_rank() >= device_count())
+int mpi_device(const MpiSession& mpi) { return device_count() == 1 ? 0 : mpi.local_rank(); }
+
+MpiDeviceProblem mpi_device_problem(const MpiSession& mpi) {
+  const int count = device_count(), device = mpi_device(mpi);
+  std::string mine;
+  if (count > 0 && device >= count)
     mine = "local rank " + std::to_string(mpi.local_rank()) + " of " + std::to_string(mpi.local_size()) +
-           " on its node, but only " + std::to_string(device_count()) +
+           " on its node, but only " + std::to_string(count) +
            " CUDA device(s) are visible there (NCCL allows one rank per GPU)";
+  else
+    mine = device_unusable_reason(device);
+  const bool fault = mpi.sum(!mine.empty() && device_fault(device) ? 1 : 0) > 0;
   const std::vector<std::string> all = mpi.all_strings(mine);
-  if (std::all_of(all.begin(), all.end(), [](const std::string& s) { return s.empty(); })) return "";
-  if (std::all_of(all.begin(), all.end(), [&](const std::string& s) { return s == all[0]; })) return all[0];
+  if (std::all_of(all.begin(), all.end(), [](const std::string& s) { return s.empty(); })) return {};
+  if (std::all_of(all.begin(), all.end(), [&](const std::string& s) { return s == all[0]; })) return {all[0], fault};
   std::string out;
   for (std::size_t r = 0; r < all.size(); ++r)
     if (!all[r].empty()) out += (out.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": " + all[r]);
-  return out;
+  return {out, fault};
 }
 
 std::unique_ptr<NcclComm> nccl_comm_from_mpi(const MpiSession& mpi, NcclOptions options) {
-  if (const std::string problem = mpi_device_problem(mpi); !problem.empty())
-    throw NoDeviceError("nccl_comm_from_mpi: no usable CUDA device on every rank (" + problem + ")");
+  if (const MpiDeviceProblem problem = mpi_device_problem(mpi); !problem.text.empty())
+    throw NoDeviceError("nccl_comm_from_mpi: no usable CUDA device on every rank (" + problem.text + ")");
   struct Payload {
     int ok = 0;
     char error[kStringBytes] = {};
@@ -118,7 +124,7 @@ std::unique_ptr<NcclComm> nccl_comm_from_mpi(const MpiSession& mpi, NcclOptions 
   // Rank 0 broadcasts success or its error, so no rank is left waiting for an id that never comes.
   mpi_check(MPI_Bcast(&payload, static_cast<int>(sizeof payload), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast(ncclUniqueId)");
   if (!payload.ok) throw CommError(std::string("nccl_comm_from_mpi: rank 0 could not make the NCCL id: ") + payload.error);
-  return std::make_unique<NcclComm>(payload.id, mpi.rank(), mpi.size(), mpi.local_rank(), std::move(options));
+  return std::make_unique<NcclComm>(payload.id, mpi.rank(), mpi.size(), mpi_device(mpi), std::move(options));
 }
 
 }  // namespace cplab::cuda

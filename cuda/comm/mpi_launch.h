@@ -3,7 +3,8 @@
 // What it is: MpiSession (MPI_Init / MPI_Finalize, world rank and size, the rank's index on its
 // node, a few agreement helpers), mpi_device_problem (every rank learns whether every rank has a
 // usable CUDA device, before anything waits on anything) and nccl_comm_from_mpi (rank 0 makes the
-// ncclUniqueId, MPI_Bcast's it, every rank joins on device = its node-local rank). Typical use:
+// ncclUniqueId, MPI_Bcast's it, every rank joins on device = its node-local rank,
+// or 0 when it sees one GPU: mpi_device). Typical use:
 //   cplab::cuda::MpiSession mpi(argc, argv);
 //   auto comm = cplab::cuda::nccl_comm_from_mpi(mpi);   // NoDeviceError on every rank without GPUs
 //   ... comm->send / recv / all_gather ... ; comm->synchronize(stream);
@@ -44,14 +45,22 @@ class MpiSession {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
-// "" on every rank when every rank has a usable CUDA device numbered local_rank(); otherwise the
-// same text on every rank: the reason itself when all ranks share it (e.g. no driver), else
-// "rank 1: ...; rank 3: ...". Makes no NCCL call.
-std::string mpi_device_problem(const MpiSession& mpi);
+// The CUDA device of this rank: its node-local rank, or 0 when the process sees exactly one GPU
+// (launchers that give each rank its own GPU through CUDA_VISIBLE_DEVICES, e.g. Slurm's
+// --gpus-per-task=1). Several ranks that see the same single GPU are refused by NCCL itself.
+int mpi_device(const MpiSession& mpi);
+
+// What every rank learns about every rank's device before anything waits on anything (collective).
+struct MpiDeviceProblem {
+  std::string text;    // "" when every rank's mpi_device() is usable; else the reason itself when
+                       // all ranks share it (e.g. no driver), else "rank 1: ...; rank 3: ..."
+  bool fault = false;  // some rank's device_fault(): a GPU machine whose GPU CUDA cannot use
+};
+MpiDeviceProblem mpi_device_problem(const MpiSession& mpi);  // makes no NCCL call
 
 // Collective over MPI_COMM_WORLD: mpi_device_problem (NoDeviceError on every rank if non-empty),
 // then rank 0's ncclUniqueId is broadcast and every rank builds NcclComm(id, rank, size,
-// device = local_rank, options).
+// device = mpi_device(mpi), options).
 std::unique_ptr<NcclComm> nccl_comm_from_mpi(const MpiSession& mpi, NcclOptions options = {});
 
 }  // namespace cplab::cuda

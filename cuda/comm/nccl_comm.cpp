@@ -110,11 +110,11 @@ NcclComm::NcclComm(const ncclUniqueId& id, int rank, int nranks, int device, Ncc
     throw std::invalid_argument("NcclComm: rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
                                 ": expected nranks >= 1 and 0 <= rank < nranks");
   if (options_.timeout_s <= 0) options_.timeout_s = nccl_timeout_from_env();
-  if (const std::string reason = device_unusable_reason(); !reason.empty())
-    throw NoDeviceError(no_device_message("NcclComm " + who(), reason));
-  if (const int count = device_count(); device < 0 || device >= count)
+  if (const int count = device_count(); count > 0 && (device < 0 || device >= count))
     throw CommError("NcclComm " + who() + ": CUDA device " + std::to_string(device) + " does not exist (" +
                     std::to_string(count) + " visible; NCCL needs one GPU per rank)");
+  if (const std::string reason = device_unusable_reason(device); !reason.empty())
+    throw NoDeviceError(no_device_message("NcclComm " + who(), reason));
   CPLAB_CUDA_CHECK(cudaSetDevice(device));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // every wait is ours: polled, with a time-out
