@@ -2,9 +2,9 @@
 // the (O, LSE) merge, with the CPU reference's shapes, masks and conventions.
 //
 // What it is: the host API of the kernels in attention_v1.cu (tier 0: one thread per row, fp32
-// everywhere, any head dim up to 256, every dtype; the readable baseline) and attention_v2.cu
-// (tier 1: FlashAttention-2 style, mma.sync m16n8k16 tensor cores, bf16/fp16 inputs, fp32
-// accumulation, head dim 64 or 128, sm_80+) and attention_v3_fwd.cu (tier 2, forward only:
+// everywhere, head dims up to 128, every dtype; the readable baseline), attention_v2_fwd.cu /
+// attention_v2_bwd.cu (tier 1: FlashAttention-2 style, mma.sync m16n8k16 tensor cores, bf16/fp16
+// inputs, fp32 accumulation, head dim 64 or 128, sm_80+) and attention_v3_fwd.cu (tier 2, forward only:
 // wgmma tensor cores fed by TMA, bf16/fp16, head dim 64 or 128, compute capability 9.0; its
 // backward is v2's). All implement exactly the reference's attention_kernel.h:
 //   forward   O = softmax(scale Q K^T + mask) V, LSE = natural-log logsumexp of the scaled logits

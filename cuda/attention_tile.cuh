@@ -55,7 +55,8 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// One tile of N / 2 keys starting at t0: at(e) holds the raw logits Q K^T on entry and the
+// One tile of 2N keys starting at t0 (N accumulator registers per thread: its 2 rows x N / 2 keys,
+// a quad of 4 threads covering a row): at(e) holds the raw logits Q K^T on entry and the
 // probabilities P on return; st and alpha are per row x (alpha: the factor the caller applies to
 // its O accumulator rows before adding P V). kr: the rows' key ranges; full: no per-element test.
 template <int N, class At>
