@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 
 #include "attention.h"  // cuda/
 #include "check.h"
@@ -52,10 +51,7 @@ Bytes upload_input(Input t, std::size_t n, DType dtype) {
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::size_t i0 = static_cast<std::size_t>(c) * kChunk, i1 = std::min(n, i0 + kChunk);
-    std::vector<double> x(i1 - i0);
-    for (std::size_t i = i0; i < i1; ++i) x[i - i0] = input_uniform(t, i);
-    const std::vector<std::byte> bytes = to_dtype(x, dtype);
-    std::memcpy(host.data() + i0 * es, bytes.data(), std::min(bytes.size(), (i1 - i0) * es));
+    input_bytes(t, i0, i1 - i0, dtype, host.data() + i0 * es);
   }
   Bytes dev(host.size());
   dev.copy_from_host(host);

@@ -4,10 +4,11 @@
 // GpuCpSpec::check) and the run: any mode (p2p, allgather, a2a, a2a+p2p; packed sequences with
 // --cu-seqlens) on P ranks, virtual ranks on this GPU (--backend local) or one GPU per rank
 // (--backend nccl), against the baseline of the same attention as one kernel launch on one GPU,
-// forward (and backward): ms per layer, TFLOP/s per rank, bytes moved, the fraction of
-// communication hidden behind compute, efficiency = baseline time / CP time, the CP result checked
-// against the baseline on sampled rows; a table, optional JSON, and the measured compute times as
-// a cplab trace for cplab-viz's timeline.
+// forward (and backward): ms per layer; with G the GPUs the ranks run on (1 for local, P for nccl),
+// efficiency = baseline time / (G x CP time) and its inverse G*CP/base, TFLOP/s per GPU (FLOPs / G /
+// CP time); bytes moved, the fraction of communication hidden behind compute, and the CP result
+// (O, dQ, dK, dV) checked against the baseline on sampled rows; a table, optional JSON, and the
+// measured compute times as a cplab trace for cplab-viz's timeline.
 // What it is not: the kernel benchmark (cplab-bench attention), or a multi-node run (mpirun:
 // cplab-comm-check --backend mpi).
 #pragma once

@@ -40,6 +40,8 @@ class CpRanks {
   std::pair<std::size_t, std::size_t> where(std::int64_t r) const;
   std::uint64_t bytes_sent() const;  // all ranks, to other ranks
   std::string describe() const;      // "8 virtual ranks on one GPU (LocalComm)" ...
+  // the GPUs the ranks run on: 1 for local (every virtual rank shares GPU 0), P for nccl
+  std::size_t gpus() const { return world_ ? 1 : own_.size(); }
 
  private:
   std::string backend_;

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   cplab::bench::CpArgs cp_args;
   CLI::App* cp = app.add_subcommand(
       "cp", "one context-parallel attention layer on GPU ranks (any mode; virtual ranks of one GPU or NCCL) against the same\n"
-            "attention as one kernel launch: ms, efficiency, TFLOP/s per rank, bytes moved, communication hidden, checked");
+            "attention as one kernel launch: ms, efficiency and TFLOP/s per GPU, bytes moved, communication hidden, checked");
   add_cp_options(*cp, cp_args);
   try {
     app.parse(argc, argv);

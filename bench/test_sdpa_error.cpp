@@ -5,7 +5,8 @@
 // by the CPU reference itself, so SDPA's "error" is float32 rounding), judge (min over backends,
 // PASS / FAIL at 1.5x, not measured), and run_sdpa_error with stand-in child commands (a child that
 // fails like a missing torch; one that reports a run and a refused backend), including the removal
-// of the temporary directory. Registered as ctest bench_sdpa_error_io (label bench).
+// of the temporary directory; also the device fill's fast path (input_bytes / input_rows, inputs.h)
+// against the per-element input_value, bit for bit. Registered as ctest bench_sdpa_error_io (label bench).
 // What it is not: a test of sdpa_error.py or of SDPA (that needs a GPU and torch).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -89,6 +90,40 @@ double error_of(const CheckResult& c, const std::string& name) {
 }
 
 }  // namespace
+
+// the device fill's fast path (one to_dtype per run of elements; cplab-bench attention and cp) against
+// the per-element path (to_dtype of input_value), bit for bit, in token order and in a rank's order
+TEST_CASE("input_bytes / input_rows: the bytes of to_dtype(input_value) per element") {
+  auto one = [](Input t, std::uint64_t i, DType dtype) { return to_dtype({input_value(t, i, dtype)}, dtype); };
+  auto bytes = [](const std::vector<std::byte>& v, std::size_t at, std::size_t es) {
+    return std::vector<std::byte>(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + es));
+  };
+  for (const DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+    const std::size_t es = dtype_size(dtype);
+    for (const Input t : {Input::q, Input::k, Input::v, Input::dout}) {
+      for (const std::uint64_t i0 : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
+        const std::size_t n = 4096;
+        std::vector<std::byte> fast(n * es);
+        input_bytes(t, i0, n, dtype, fast.data());
+        std::size_t same = 0;
+        for (std::size_t i = 0; i < n; ++i) same += one(t, i0 + i, dtype) == bytes(fast, i * es, es);
+        CHECK(same == n);
+      }
+      const std::int64_t width = 96;  // 61 tokens in a scrambled order, as a rank's part.indices(r)
+      std::vector<std::int64_t> tokens(61);
+      for (std::size_t r = 0; r < tokens.size(); ++r) tokens[r] = static_cast<std::int64_t>((r * 37 + 5) % 127) + 4000000;
+      std::vector<std::byte> rows(tokens.size() * static_cast<std::size_t>(width) * es);
+      input_rows(t, tokens.data(), tokens.size(), width, dtype, rows.data());
+      std::size_t same = 0;
+      for (std::size_t r = 0; r < tokens.size(); ++r)
+        for (std::int64_t c = 0; c < width; ++c) {
+          const std::size_t at = (r * static_cast<std::size_t>(width) + static_cast<std::size_t>(c)) * es;
+          same += one(t, static_cast<std::uint64_t>(tokens[r] * width + c), dtype) == bytes(rows, at, es);
+        }
+      CHECK(same == tokens.size() * static_cast<std::size_t>(width));
+    }
+  }
+}
 
 TEST_CASE("write_case_inputs: sequence 0's exact inputs as float32 .npy") {
   for (const DType dtype : {DType::bf16, DType::f16}) {
