@@ -4,7 +4,9 @@
 // packed sequences with padding (THD) for the modes that take them; kernel v2 in bf16 and v1 in
 // fp32. Outputs O, LSE (reassembled with the reference's lse_in_place where the mode keeps it
 // head-sharded) and dQ, dK, dV of the whole sequence, within the kernels' tolerances
-// (cuda/README.md); padding tokens must come out exactly zero.
+// (cuda/README.md); padding tokens must come out exactly zero. At cp 4 the benchmark's transfer-only
+// and compute-only runs (CpWork) come first: every transfer matched, the inputs left intact.
+// Also run with every LocalComm copy delayed (ctest cp_gpu_tests_delayed; local_comm.h).
 // With NCCL: every mode on one GPU per rank (a thread each) over every visible GPU (up to 8), and
 // the one-rank path on one GPU.
 // What it is not: a timing (cplab-bench cp).
@@ -86,13 +88,14 @@ struct Ranks {
     if (!nccl.empty()) run_per_rank(nccl, [&](NcclComm& c) { own[static_cast<size_t>(c.rank())].reset(); });
 #endif
   }
-  // forward then backward of every rank, then every stream idle
-  void layer(const GpuCpSpec& s) {
+  // forward then backward of every rank, then every stream idle (w: the benchmark's variants, which
+  // leave the outputs meaningless but must match every transfer and leave the inputs intact)
+  void layer(const GpuCpSpec& s, CpWork w = CpWork::all) {
     if (world) {
       std::vector<GpuCpRank*> all;
       for (auto& x : own) all.push_back(x.get());
-      gpu_cp_forward(s, all);
-      gpu_cp_backward(s, all);
+      gpu_cp_forward(s, all, w);
+      gpu_cp_backward(s, all, w);
       world->finish();
       CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
       bytes = world->total_bytes_sent();
@@ -101,8 +104,8 @@ struct Ranks {
 #if CPLAB_HAVE_NCCL
     run_per_rank(nccl, [&](NcclComm& c) {
       GpuCpRank& x = *own[static_cast<size_t>(c.rank())];
-      gpu_cp_forward(s, {&x});
-      gpu_cp_backward(s, {&x});
+      gpu_cp_forward(s, {&x}, w);
+      gpu_cp_backward(s, {&x}, w);
       for (cudaStream_t st : x.streams()) c.synchronize(st);
     });
     bytes = 0;
@@ -137,6 +140,8 @@ void run(GpuCpSpec s, bool use_nccl = false) {
       upload_sync(dst, b.data(), b.size());
     }
   }
+  if (!use_nccl && P == 4)  // cplab-bench's order: the transfer-only and compute-only variants, then real runs
+    for (CpWork w : {CpWork::comm_only, CpWork::compute_only}) ranks.layer(s, w);
   for (int rep = 0; rep < 2; ++rep) ranks.layer(s);  // twice: the inputs must survive a run
   std::vector<Tensor3<double>> o, dq, dk, dvv;
   for (index_t r = 0; r < P; ++r) {

@@ -83,6 +83,6 @@ TEST_CASE("gpu ring: every layout, causal or not, P = 1..8, v2 bf16 with GQA and
         CAPTURE(causal);
         CAPTURE(P);
         run(layout, causal, P, Kernel::v2, DType::bf16, 64, 4, 2);
-        if (P == 4) run(layout, causal, P, Kernel::v1, DType::f32, 16, 2, 2);
+        run(layout, causal, P, Kernel::v1, DType::f32, 16, 2, 2);  // fp32: a lost contribution cannot hide in bf16's tolerance
       }
 }
