@@ -18,6 +18,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -164,7 +165,18 @@ void NcclComm::fail(const char* call, const std::string& detail, const std::stri
 }
 
 void NcclComm::after(ncclResult_t r, const char* call, const std::string& detail) {
-  last_call_ = std::string(call) + (detail.empty() ? "" : "(" + detail + ")");
+  // an asynchronous error names the last call: for a group, the group's operations, not just "ncclGroupEnd"
+  const std::string what = std::string(call) + (detail.empty() ? "" : "(" + detail + ")");
+  const std::string_view c(call);
+  if (c == "ncclGroupEnd" && group_depth_ == 0) {
+    last_call_ = "ncclGroupEnd of {" + group_ops_ + "}";
+    group_ops_.clear();
+  } else if (c != "ncclGroupStart" && c != "ncclGroupEnd" && group_depth_ > 0) {
+    if (group_ops_.size() < 2000) group_ops_ += (group_ops_.empty() ? "" : "; ") + what;
+    last_call_ = what + " (in an open group)";
+  } else if (c != "ncclGroupStart" && c != "ncclGroupEnd") {
+    last_call_ = what;
+  }
   if (r == ncclSuccess) return;
   if (r == ncclInProgress) {
     if (group_depth_ == 0) wait_ready(call, detail);

@@ -103,6 +103,7 @@ class NcclComm final : public Comm {
   bool aborted_ = false;
   std::shared_ptr<detail::NcclSiblings> siblings_;  // set by init_all
   std::string last_call_ = "(none)";
+  std::string group_ops_;  // the calls of the open group, named in the outermost ncclGroupEnd's last_call_
   std::string failure_;
 };
 
