@@ -7,7 +7,10 @@
 // fold_correction; a thread per element for casts.
 // The merges use softmax_rules.h's lse_merge / merge_weight, the reference's own definitions.
 // What it is not: the attention kernels (attention_v1.cu, attention_v2_*.cu, attention_v3_fwd.cu).
+#include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "attention_impl.cuh"
 #include "error.h"
@@ -35,6 +38,7 @@ void check_supported(Kernel kernel, DType dtype, const AttnDims& x) {
           "query heads h = " + s(x.h) + " must be a positive multiple of KV heads hk = " + s(x.hk));
   require(x.d > 0 && x.dv > 0, "head dims must be positive (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
   require(x.sq < (std::int64_t{1} << 31) && x.sk < (std::int64_t{1} << 31), "sq and sk must be below 2^31");
+  require(x.h <= 65535, "query heads h = " + s(x.h) + ": the kernels launch a grid row per head, and a grid's y dimension is at most 65535");
   if (kernel == Kernel::v1) {
     require(x.d <= 128 && x.dv <= 128, "kernel v1 needs head dims <= 128 (got d = " + s(x.d) + ", dv = " + s(x.dv) + ")");
     return;
@@ -66,9 +70,26 @@ DeviceMask::DeviceMask(const Mask& mask, std::int64_t sq) {
   rule_.hi = hi_.data();
 }
 
+namespace {
+
+// v2 and v3 read their inputs with 16-byte copies (cp.async, TMA) and write O (pairs of 2-byte
+// elements) and dQ (fp32 atomics) in 4-byte words: a
+// misaligned pointer (a sub-buffer at an odd offset) is refused here rather than faulting in a kernel.
+void check_aligned(Kernel kernel, std::initializer_list<std::pair<const char*, const void*>> in, const char* out_name, const void* out) {
+  if (kernel == Kernel::v1) return;
+  for (const auto& [name, p] : in)
+    require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0,
+            "kernel " + std::string(to_string(kernel)) + " reads " + name + " with 16-byte copies: its address must be 16-byte aligned");
+  require(reinterpret_cast<std::uintptr_t>(out) % 4 == 0,
+          "kernel " + std::string(to_string(kernel)) + " writes " + out_name + " in 4-byte words: its address must be 4-byte aligned");
+}
+
+}  // namespace
+
 void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k, const void* v,
                        const MaskRule& mask, float scale, void* o, float* lse, cudaStream_t stream) {
   check_supported(kernel, dtype, dims);
+  check_aligned(kernel, {{"q", q}, {"k", k}, {"v", v}}, "o", o);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *Q = static_cast<const T*>(q), *K = static_cast<const T*>(k), *V = static_cast<const T*>(v);
@@ -86,6 +107,7 @@ void attention_backward(Kernel kernel, DType dtype, const AttnDims& dims, const 
                         const void* dout, const float* lse, const float* delta, const MaskRule& mask, float scale,
                         float* dq, float* dk, float* dv, cudaStream_t stream) {
   check_supported(kernel, dtype, dims);
+  check_aligned(kernel, {{"q", q}, {"k", k}, {"v", v}, {"dout", dout}}, "dq", dq);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *Q = static_cast<const T*>(q), *K = static_cast<const T*>(k), *V = static_cast<const T*>(v);
