@@ -171,7 +171,7 @@ elif [ -f .deps/COMMIT ]; then
   commit="$commit tree dirty then: ${dirty:-unknown})"
   short=${c:0:12}
   [ "$dirty" = yes ] && short=$short-dirty
-  # for cplab-bench's JSON; honoured only if bench/CMakeLists.txt takes a -D value (see the report)
+  # for cplab-bench's JSON (bench/CMakeLists.txt: a -DCPLAB_BENCH_COMMIT value wins over git)
   [ -n "$c" ] && [ "$c" != unknown ] && commit_args=(-DCPLAB_BENCH_COMMIT="$short")
 else
   commit="unknown (no git repository here and no .deps/COMMIT: run scripts/gpu-bundle.sh before the device call)"
