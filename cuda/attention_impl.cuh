@@ -21,6 +21,20 @@
 #include "mask_rule.h"
 #include "softmax_rules.h"
 
+#ifdef CPLAB_EMULATE
+#include "emu.h"  // tests/emu: the kernels' source run on the CPU (g++), no launchers
+#endif
+
+// A kernel's dynamic shared memory, `extern __shared__ T name[]` (_ALIGN16: `__align__(16)`); under
+// CPLAB_EMULATE a pointer to the emulated block's buffer (tests/emu/emu.h, 16-byte aligned).
+#ifdef CPLAB_EMULATE
+#define CPLAB_DYNAMIC_SMEM(T, name) T* const name = reinterpret_cast<T*>(cplab_emu::block_smem())
+#define CPLAB_DYNAMIC_SMEM_ALIGN16(T, name) CPLAB_DYNAMIC_SMEM(T, name)
+#else
+#define CPLAB_DYNAMIC_SMEM(T, name) extern __shared__ T name[]
+#define CPLAB_DYNAMIC_SMEM_ALIGN16(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
 namespace cplab::cuda::detail {
 
 __device__ __forceinline__ float to_float(float x) { return x; }

@@ -39,7 +39,7 @@ __device__ void stage(float* smem, const T* x, std::int64_t r0, int n, std::int6
 template <class T>
 __global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, Dims D,
                            MaskRule mask, float scale, T* __restrict__ o, float* __restrict__ lse) {
-  extern __shared__ float smem[];
+  CPLAB_DYNAMIC_SMEM(float, smem);
   float* ks = smem;              // (kKeys, d)
   float* vs = smem + kKeys * D.d;  // (kKeys, dv)
   const std::int64_t i = blockIdx.y, kh = i / (D.h / D.hk);
@@ -91,7 +91,7 @@ template <class T>
 __global__ void dq_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           const T* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                           Dims D, MaskRule mask, float scale, float* __restrict__ dq) {
-  extern __shared__ float smem[];
+  CPLAB_DYNAMIC_SMEM(float, smem);
   float* ks = smem;
   float* vs = smem + kKeys * D.d;
   const std::int64_t i = blockIdx.y, kh = i / (D.h / D.hk);
@@ -131,7 +131,7 @@ __global__ void dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, co
                             const T* __restrict__ dout, const float* __restrict__ lse,
                             const float* __restrict__ delta, Dims D, MaskRule mask, float scale,
                             float* __restrict__ dk, float* __restrict__ dv) {
-  extern __shared__ float smem[];
+  CPLAB_DYNAMIC_SMEM(float, smem);
   float* qs = smem;                   // (kQRows, d)
   float* dos = qs + kQRows * D.d;     // (kQRows, dv)
   float* ls = dos + kQRows * D.dv;    // (kQRows) LSE
@@ -179,6 +179,7 @@ __global__ void dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, co
 
 }  // namespace
 
+#ifndef CPLAB_EMULATE
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
                 float* lse, cudaStream_t s) {
@@ -211,5 +212,6 @@ CPLAB_V1(float)
 CPLAB_V1(__half)
 CPLAB_V1(__nv_bfloat16)
 #undef CPLAB_V1
+#endif  // CPLAB_EMULATE
 
 }  // namespace cplab::cuda::detail

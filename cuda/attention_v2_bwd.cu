@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
                                                        const float* __restrict__ lse, const float* __restrict__ delta,
                                                        Dims P, MaskRule mask, float scale, float* __restrict__ dq,
                                                        float* __restrict__ dk, float* __restrict__ dv) {
-  extern __shared__ __align__(16) unsigned char raw[];
+  CPLAB_DYNAMIC_SMEM_ALIGN16(unsigned char, raw);
   constexpr int kLd = Smem<D>::kLd;
   T* ks = reinterpret_cast<T*>(raw);
   T* vs = ks + Smem<D>::kTile;
@@ -180,6 +180,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
   }
 }
 
+#ifndef CPLAB_EMULATE
 template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta,
             const MaskRule& mask, float scale, float* dq, float* dk, float* dv, cudaStream_t s) {
@@ -189,9 +190,11 @@ void launch(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout
       q, k, v, dout, lse, delta, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, dq, dk, dv);
   check_launch("attention v2 backward");
 }
+#endif  // CPLAB_EMULATE
 
 }  // namespace
 
+#ifndef CPLAB_EMULATE
 template <class T>
 void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                  const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
@@ -206,5 +209,6 @@ void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T*
 CPLAB_V2B(__half)
 CPLAB_V2B(__nv_bfloat16)
 #undef CPLAB_V2B
+#endif  // CPLAB_EMULATE
 
 }  // namespace cplab::cuda::detail

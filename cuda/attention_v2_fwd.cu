@@ -38,7 +38,7 @@ template <int D, class T>
 __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                                        const T* __restrict__ v, Dims P, MaskRule mask, float scale,
                                                        T* __restrict__ o, float* __restrict__ lse) {
-  extern __shared__ __align__(16) unsigned char raw[];
+  CPLAB_DYNAMIC_SMEM_ALIGN16(unsigned char, raw);
   T* qs = reinterpret_cast<T*>(raw);
   // stage b's K and V tiles (arithmetic, not a pointer array: indexed by a runtime stage, an array
   // would live in local memory)
@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
   store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse);
 }
 
+#ifndef CPLAB_EMULATE
 template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
             cudaStream_t s) {
@@ -126,9 +127,11 @@ void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRul
       q, k, v, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
   check_launch("attention v2 forward");
 }
+#endif  // CPLAB_EMULATE
 
 }  // namespace
 
+#ifndef CPLAB_EMULATE
 template <class T>
 void v2_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
                 float* lse, cudaStream_t s) {
@@ -141,5 +144,6 @@ template void v2_forward<__half>(const AttnDims&, const __half*, const __half*, 
 template void v2_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
                                         const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
                                         cudaStream_t);
+#endif  // CPLAB_EMULATE
 
 }  // namespace cplab::cuda::detail

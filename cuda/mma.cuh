@@ -12,8 +12,13 @@
 
 #include <cstdint>
 
+#ifdef CPLAB_EMULATE
+#include "mma_emu.h"  // tests/emu: the instructions emulated on the host (g++)
+#endif
+
 namespace cplab::cuda::detail {
 
+#ifndef CPLAB_EMULATE  // else mma_emu.h's host emulation of ldsm_x4(_trans), mma_16816, pack2 and cp_async_*
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -65,6 +70,8 @@ __device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
+#endif  // CPLAB_EMULATE
+
 // The A operand (16 x 16) of a product, from the accumulators of two adjacent 16 x 8 C tiles (columns
 // 0..7 and 8..15): register for register the same elements (mma_layout.h, FlashAttention-2's trick
 // that keeps P in registers), rounded to T
@@ -83,6 +90,7 @@ __device__ __forceinline__ void mma_pair(float (&c0)[4], float (&c1)[4], const s
   mma_16816<T>(c1, a, b[2], b[3]);
 }
 
+#ifndef CPLAB_EMULATE
 // 16 bytes global -> shared, asynchronously; fills zeros instead when !valid (src not read)
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
@@ -93,6 +101,7 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+#endif  // CPLAB_EMULATE
 
 // rows [r0, r0 + kRows) of head `head` of x (rows, heads, D) -> smem (kRows, kLd) by cp.async, the block's
 // kThreads threads sharing the 16-byte chunks; rows >= n are zero-filled (never read)
