@@ -90,10 +90,10 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   const Tol tol = tolerance(t);
   const AttnDims dims{c.sq, c.sk, h, hk, d, d};
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const auto q = rounded_tensor(c.sq, h, d, 1, t), k = rounded_tensor(c.sk, hk, d, 2, t), v = rounded_tensor(c.sk, hk, d, 3, t);
-  const auto dout = rounded_tensor(c.sq, h, d, 4, t);
-  const AttnOut<double> ref = dense_forward(q, k, v, c.mask, scale);
-  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, c.mask, scale);
+  const RefCase rc = ref_case(c.sq, c.sk, h, hk, d, d, c.mask, scale, t);
+  const auto &q = rc.q, &k = rc.k, &v = rc.v, &dout = rc.dout;
+  const AttnOut<double>& ref = rc.ref;
+  const AttnGrads<double>& g = rc.g;
 
   auto Q = upload(q.data, t), K = upload(k.data, t), V = upload(v.data, t), dO = upload(dout.data, t);
   DeviceBuffer<std::byte> O(static_cast<size_t>(c.sq * h * d) * dtype_size(t));

@@ -3,6 +3,7 @@
 //
 // What it is: for cuda/test_attention.cpp and cuda/cp/test_ring_gpu.cpp (and later GPU mode tests):
 //   rounded_tensor  tests/helpers.h's seeded uniform(-1, 1) tensor, rounded to the dtype (what the GPU sees)
+//   ref_case        one case's rounded q, k, v, dO and its double reference (O, LSE, dQ, dK, dV)
 //   upload / download_f / download_t / as_tensor   device buffers from and to host doubles
 //   rel             max |x - ref| / max |ref| (-inf must match -inf; NaN fails): helpers.h's rel_err
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
@@ -19,6 +20,7 @@
 
 #include "../tests/helpers.h"
 #include "attention.h"
+#include "dense_attention.h"
 #include "check.h"
 #include "device_buffer.h"
 #include "dtype.h"
@@ -50,6 +52,22 @@ inline Tensor3<double> rounded_tensor(index_t n, index_t h, index_t d, std::uint
   Tensor3<double> x = cplab::test::random_tensor<double>(n, h, d, seed);
   for (double& e : x.data) e = round_to(e, t);
   return x;
+}
+
+// One attention case: its rounded inputs (seeds 1..4) and the double reference, forward and backward,
+// which every single-kernel test compares with (test_attention.cpp on a GPU, tests/emu on the CPU)
+struct RefCase {
+  Tensor3<double> q, k, v, dout;
+  AttnOut<double> ref;
+  AttnGrads<double> g;
+};
+inline RefCase ref_case(index_t sq, index_t sk, index_t h, index_t hk, index_t d, index_t dv, const Mask& mask, double scale,
+                        DType t) {
+  RefCase c{rounded_tensor(sq, h, d, 1, t), rounded_tensor(sk, hk, d, 2, t), rounded_tensor(sk, hk, dv, 3, t),
+            rounded_tensor(sq, h, dv, 4, t), {}, {}};
+  c.ref = dense_forward(c.q, c.k, c.v, mask, scale);
+  c.g = dense_backward(c.q, c.k, c.v, c.ref, c.dout, mask, scale);
+  return c;
 }
 
 // x rounded to t, as a new device buffer, or written at byte_offset of an existing one

@@ -87,10 +87,10 @@ void run_case(int version, DType t, index_t d, index_t dv, index_t h, index_t hk
   const Tol tol = tolerance(t);
   const AttnDims dims{c.sq, c.sk, h, hk, d, dv};
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const auto q = rounded_tensor(c.sq, h, d, 1, t), k = rounded_tensor(c.sk, hk, d, 2, t), v = rounded_tensor(c.sk, hk, dv, 3, t);
-  const auto dout = rounded_tensor(c.sq, h, dv, 4, t);
-  const AttnOut<double> ref = dense_forward(q, k, v, c.mask, scale);
-  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, c.mask, scale);
+  const RefCase rc = ref_case(c.sq, c.sk, h, hk, d, dv, c.mask, scale, t);
+  const auto &q = rc.q, &k = rc.k, &v = rc.v, &dout = rc.dout;
+  const AttnOut<double>& ref = rc.ref;
+  const AttnGrads<double>& g = rc.g;
 
   const std::vector<T> Q = as_elements<T>(q.data, t), K = as_elements<T>(k.data, t), V = as_elements<T>(v.data, t),
                        dO = as_elements<T>(dout.data, t);
