@@ -13,22 +13,24 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "error.h"
-#include "experiment.h"
+#include "core/error.h"
+#include "run/experiment.h"
 
 namespace cplab::app {
 
 namespace {
 
 struct DemoOptions {
-  RunSpec base;
+  CpFields base;  // the sizes every row shares
+  std::string dtype = "double";
   bool json = false;
 };
 
 int demo_action(DemoOptions& o) {
-  validate(o.base);  // the sizes themselves (checked as the first row's mode, p2p) must be valid: else exit 2
+  // the sizes themselves (checked as the first row's mode, p2p) must be valid: else exit 2
+  validate(RunSpec{CpSpec(o.base), false, o.dtype});
   struct Row {
-    std::string mode;
+    Mode mode;
     Layout layout;
     bool causal;
     index_t icp = 0, ocp = 0;
@@ -37,52 +39,55 @@ int demo_action(DemoOptions& o) {
   const index_t P = o.base.cp;
   const index_t icp = P % 2 == 0 ? 2 : 1;  // the demo's hierarchical split: pairs of ranks
   const std::vector<index_t> cu = {0, o.base.seq * 3 / 8 + 1, o.base.seq * 5 / 8 + 3, o.base.seq - 5};  // 3 ragged sequences
-  const std::vector<Row> rows = {{"p2p", Layout::zigzag, true},
-                                 {"p2p", Layout::striped, true},
-                                 {"p2p", Layout::contiguous, true},
-                                 {"p2p", Layout::zigzag, false},
-                                 {"p2p", Layout::zigzag, true, 0, 0, cu},
-                                 {"allgather", Layout::zigzag, true},
-                                 {"allgather", Layout::zigzag, true, 0, 0, cu},
-                                 {"a2a", Layout::zigzag, true},
-                                 {"a2a", Layout::zigzag, true, 0, 0, cu},
-                                 {"a2a+p2p", Layout::zigzag, true, icp, P / icp}};
-  const double tol = o.base.dtype == "double" ? 1e-10 : 1e-4;
+  const std::vector<Row> rows = {{Mode::p2p, Layout::zigzag, true},
+                                 {Mode::p2p, Layout::striped, true},
+                                 {Mode::p2p, Layout::contiguous, true},
+                                 {Mode::p2p, Layout::zigzag, false},
+                                 {Mode::p2p, Layout::zigzag, true, 0, 0, cu},
+                                 {Mode::allgather, Layout::zigzag, true},
+                                 {Mode::allgather, Layout::zigzag, true, 0, 0, cu},
+                                 {Mode::a2a, Layout::zigzag, true},
+                                 {Mode::a2a, Layout::zigzag, true, 0, 0, cu},
+                                 {Mode::a2a_p2p, Layout::zigzag, true, icp, P / icp}};
+  const double tol = o.dtype == "double" ? 1e-10 : 1e-4;
   nlohmann::json out = nlohmann::json::array();
   if (!o.json) {
     std::printf("cplab demo: cp %lld, seq %lld, heads %lld (kv %lld), head-dim %lld, %s, forward + backward,\n"
                 "every row checked against dense attention (tolerance %.0e; error = max|x - ref| / max|ref| over O, LSE, dQ, dK, dV)\n\n",
                 static_cast<long long>(o.base.cp), static_cast<long long>(o.base.seq),
                 static_cast<long long>(o.base.heads), static_cast<long long>(o.base.kv_heads),
-                static_cast<long long>(o.base.head_dim), o.base.dtype.c_str(), tol);
+                static_cast<long long>(o.base.head_dim), o.dtype.c_str(), tol);
     std::printf("%-12s %-11s %-7s %-10s %10s %11s %16s %14s %9s  %s\n", "mode", "layout", "mask", "sequences",
                 "max error", "work ratio", "bytes sent/rank", "messages/rank", "time (s)", "check");
   }
   int failures = 0, skipped = 0;
   for (const Row& row : rows) {
-    RunSpec s = o.base;
-    s.mode = row.mode;
-    s.layout = row.layout;
-    s.causal = row.causal;
-    s.backward = true;
-    s.icp = row.icp;
-    s.ocp = row.ocp;
-    s.cu_seqlens = row.cu;
-    s.pad = !row.cu.empty();
+    CpFields f = o.base;
+    f.mode = row.mode;
+    f.layout = row.layout;
+    f.causal = row.causal;
+    f.icp = row.icp;
+    f.ocp = row.ocp;
+    f.cu_seqlens = row.cu;
+    f.pad = !row.cu.empty();
+    if (f.pad) f.seq = 0;  // the packed total
+    RunSpec s;
     std::string why;  // a row whose mode rules the chosen sizes break is skipped, with the rule
     try {
-      if (s.pad) check_cu_seqlens(s.cu_seqlens), s.seq = s.packing().total();
+      s = RunSpec{CpSpec(f), true, o.dtype};
       validate(s);
     } catch (const Error& e) {
       why = e.what();
     }
     if (!why.empty()) {
       ++skipped;
-      if (o.json) out.push_back({{"mode", s.mode}, {"check", "skipped"}, {"reason", why}});
-      else std::printf("%-12s %-11s %-7s skipped: %s\n", s.mode.c_str(), to_string(s.layout).c_str(),
-                       s.causal ? "causal" : "none", why.c_str());
+      const std::string name = to_string(f.mode);
+      if (o.json) out.push_back({{"mode", name}, {"check", "skipped"}, {"reason", why}});
+      else std::printf("%-12s %-11s %-7s skipped: %s\n", name.c_str(), to_string(f.layout).c_str(),
+                       f.causal ? "causal" : "none", why.c_str());
       continue;
     }
+    const CpSpec& cp = s.cp;
     const RunReport r = run_experiment(s, make_inputs(s));
     const bool ok = r.max_error() <= tol && r.padding_max_abs == 0.0;
     failures += ok ? 0 : 1;
@@ -96,10 +101,10 @@ int demo_action(DemoOptions& o) {
     } else {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, std::isfinite(r.work_ratio) ? "%.2f" : "inf", r.work_ratio);
-      const std::string mode = s.mode + (s.icp > 0 ? " " + std::to_string(s.icp) + "x" + std::to_string(s.ocp) : "");
-      const std::string seqs = s.packed() ? std::to_string(s.cu_seqlens.size() - 1) + " packed" : "1";
-      std::printf("%-12s %-11s %-7s %-10s %10.1e %11s %16lld %14lld %9.3f  %s\n", mode.c_str(), to_string(s.layout).c_str(),
-                  s.causal ? "causal" : "none", seqs.c_str(), r.max_error(), ratio, static_cast<long long>(bytes),
+      const std::string mode = to_string(cp.mode()) + (cp.icp() > 0 ? " " + std::to_string(cp.icp()) + "x" + std::to_string(cp.ocp()) : "");
+      const std::string seqs = cp.thd() ? std::to_string(cp.packing().num_seqs()) + " packed" : "1";
+      std::printf("%-12s %-11s %-7s %-10s %10.1e %11s %16lld %14lld %9.3f  %s\n", mode.c_str(), to_string(cp.layout()).c_str(),
+                  cp.causal() ? "causal" : "none", seqs.c_str(), r.max_error(), ratio, static_cast<long long>(bytes),
                   static_cast<long long>(msgs), r.seconds,
                   ok ? "ok" : "FAILED");
     }
@@ -137,7 +142,7 @@ void setup_demo(CLI::App& app, int& status) {
   sub->add_option("--heads", o->base.heads, "query heads")->capture_default_str();
   sub->add_option("--kv-heads", o->base.kv_heads, "key/value heads")->capture_default_str();
   sub->add_option("--head-dim", o->base.head_dim, "head dim")->capture_default_str();
-  sub->add_option("--dtype", o->base.dtype, "float | double")->capture_default_str();
+  sub->add_option("--dtype", o->dtype, "float | double")->capture_default_str();
   sub->add_flag("--json", o->json, "print a JSON array, one object per row");
   sub->callback([o, &status] { status = demo_action(*o); });
 }

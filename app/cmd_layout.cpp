@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "error.h"
-#include "experiment.h"
-#include "thd.h"
+#include "core/error.h"
+#include "run/experiment.h"
+#include "layout/thd.h"
 
 namespace cplab::app {
 
@@ -25,21 +25,20 @@ struct LayoutOptions {
 };
 
 int layout_action(const LayoutOptions& o) {
-  const Layout L = parse_layout(o.layout);
-  require(o.cp >= 1, "cp " + std::to_string(o.cp) + " must be >= 1");
-  require(o.cp <= kMaxRanks, "cp " + std::to_string(o.cp) + " is more than the " + std::to_string(kMaxRanks) +
-                                 " ranks cplab simulates");
-  Packing pk = Packing::single(o.seq);
-  if (!o.cu.empty()) {
-    const std::vector<index_t> cu = parse_cu_seqlens(o.cu);
-    if (!o.pad) check_packed_lengths(cu, L, o.cp);
-    pk = o.pad ? Packing::padded(cu, layout_factor(L, o.cp)) : Packing::unpadded(cu);
-  } else {
-    require(!o.pad, "--pad needs --cu-seqlens (it pads each packed sequence)");
-  }
+  // the layout of a CP spec (modes/cp_spec.h: its cp, packing and divisibility rules); the mode
+  // and head sizes play no role here
+  CpFields f;
+  f.layout = parse_layout(o.layout);
+  f.cp = o.cp;
+  if (!o.cu.empty()) f.cu_seqlens = parse_cu_seqlens(o.cu);
+  else f.seq = o.seq;
+  f.pad = o.pad;
+  const CpSpec spec(f);
+  const Layout L = spec.layout();
+  const Packing& pk = spec.packing();
   require(pk.total() <= (index_t{1} << 24), "the layout has " + std::to_string(pk.total()) +
                                                 " tokens; cplab layout prints at most 2^24");
-  const Partition part(L, pk.cu_seqlens_padded, o.cp);
+  const Partition& part = spec.partition();
   nlohmann::json ranks = nlohmann::json::array();
   for (index_t r = 0; r < o.cp; ++r) {
     const std::vector<index_t> idx = part.indices(r), pos = rope_positions(part, pk, r);

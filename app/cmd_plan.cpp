@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "error.h"
-#include "planner.h"
+#include "core/error.h"
+#include "plan/planner.h"
 
 namespace cplab::app {
 
@@ -25,11 +25,9 @@ struct PlanOptions {
 };
 
 std::string sizes_of(const PlanOption& o) {
-  const RunSpec& s = o.spec;
-  if (s.mode == "p2p") return "ring " + std::to_string(s.cp);
-  if (s.mode == "allgather") return "all-gather " + std::to_string(s.cp);
-  if (s.mode == "a2a") return "a2a " + std::to_string(s.cp);
-  return "a2a " + std::to_string(s.icp) + " x ring " + std::to_string(s.ocp);
+  const CpFields& s = o.cp;
+  if (s.mode == Mode::a2a_p2p) return "a2a " + std::to_string(s.icp) + " x ring " + std::to_string(s.ocp);
+  return mode_info(s.mode).short_name + (" " + std::to_string(s.cp));
 }
 
 int plan_action(const PlanOptions& o) {
@@ -52,7 +50,7 @@ int plan_action(const PlanOptions& o) {
   if (o.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const PlanOption& x : opts) {
-      nlohmann::json r{{"label", x.label}, {"mode", x.spec.mode}, {"layout", to_string(x.spec.layout)}, {"sizes", sizes_of(x)},
+      nlohmann::json r{{"label", x.label}, {"mode", to_string(x.cp.mode)}, {"layout", to_string(x.cp.layout)}, {"sizes", sizes_of(x)},
                        {"valid", x.valid}, {"note", x.note}};
       if (x.valid)
         r.update({{"fwd_ms", x.pred.fwd_us / 1e3}, {"bwd_ms", x.pred.bwd_us / 1e3}, {"total_ms", x.pred.total_us() / 1e3},
@@ -71,7 +69,7 @@ int plan_action(const PlanOptions& o) {
     return 0;
   }
   std::printf("cplab plan: attention of %lld tokens, %lld query heads, %lld KV heads, head dim %lld, %s, bf16, %s\n"
-              "on %lld GPUs (%lld per node, %lld node%s), one layer, predicted by the model of reference/perf_model.h\n\n",
+              "on %lld GPUs (%lld per node, %lld node%s), one layer, predicted by the model of reference/plan/perf_model.h\n\n",
               static_cast<long long>(o.seq), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
               static_cast<long long>(o.head_dim), p.causal ? "causal" : "not causal", p.backward ? "forward + backward" : "forward only",
               static_cast<long long>(o.gpus), static_cast<long long>(o.gpus_per_node), static_cast<long long>(nodes), nodes == 1 ? "" : "s");

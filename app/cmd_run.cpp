@@ -1,8 +1,8 @@
 // cmd_run.cpp: `cplab run`, one CP configuration checked against dense attention.
 //
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
-// dQ, dK, dV), trace files, and the human table or --json report of reference/experiment.h.
-// --plan-only writes the trace of reference/trace_plan.h instead and prints the same per-rank
+// dQ, dK, dV), trace files, and the human table or --json report of reference/run/experiment.h.
+// --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <cmath>
@@ -15,19 +15,21 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "error.h"
-#include "experiment.h"
-#include "npy.h"
-#include "thd.h"
-#include "trace_plan.h"
+#include "core/error.h"
+#include "run/experiment.h"
+#include "run/npy.h"
+#include "layout/thd.h"
+#include "plan/trace_plan.h"
 
 namespace cplab::app {
 
 namespace {
 
 struct RunOptions {
-  RunSpec spec;
-  std::string layout = "zigzag", merge = "streaming", hcp, cu;
+  CpFields cp;    // the CP layer as given (modes/cp_spec.h validates it once)
+  RunSpec spec;   // the harness (dtype, backward, allow_long); spec.cp is built from `cp`
+  std::string mode = "p2p", layout = "zigzag", merge = "streaming", hcp, cu;
+  index_t seq = 4096;  // --seq; with --cu-seqlens the packed total unless given
   std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
   bool json = false, plan_only = false;
   std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
@@ -81,19 +83,20 @@ std::string fmt(const char* f, double x) {
 }
 
 // the run's description; r: the padding check of a computed run (null when planned)
-void print_header(const RunSpec& s, const RunReport* r) {
-  std::cout << "cplab run: mode " << s.mode << ", layout " << to_string(s.layout) << ", "
-            << (s.causal ? "causal" : "non-causal") << ", cp " << s.cp << ", seq " << s.seq << ", heads "
-            << s.heads << " (kv " << s.kv_heads << "), head-dim " << s.head_dim << " (v " << s.dv() << "), "
-            << s.dtype << ", merge " << to_string(s.merge) << (s.backward ? ", forward + backward" : ", forward") << "\n";
-  if (s.mode == "a2a+p2p")
-    std::cout << "hierarchical: all-to-all groups of " << s.icp << " adjacent ranks, " << s.icp << " rings of " << s.ocp
-              << " ranks strided by " << s.icp << "\n";
+void print_header(const RunSpec& run, const RunReport* r) {
+  const CpSpec& s = run.cp;
+  std::cout << "cplab run: mode " << to_string(s.mode()) << ", layout " << to_string(s.layout()) << ", "
+            << (s.causal() ? "causal" : "non-causal") << ", cp " << s.P() << ", seq " << s.S() << ", heads "
+            << s.h() << " (kv " << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), "
+            << run.dtype << ", merge " << to_string(s.merge()) << (run.backward ? ", forward + backward" : ", forward") << "\n";
+  if (s.mode() == Mode::a2a_p2p)
+    std::cout << "hierarchical: all-to-all groups of " << s.icp() << " adjacent ranks, " << s.icp() << " rings of " << s.ocp()
+              << " ranks strided by " << s.icp() << "\n";
   if (s.kv_replication() > 1)
-    std::cout << "--replicate-kv: each of the " << s.kv_heads << " KV heads is repeated " << s.kv_replication()
+    std::cout << "--replicate-kv: each of the " << s.hk() << " KV heads is repeated " << s.kv_replication()
               << " times for the all-to-all (their gradients are summed back)\n";
-  if (s.packed()) {
-    const Packing pk = s.packing();
+  if (s.thd()) {
+    const Packing& pk = s.packing();
     std::string a, b;
     for (size_t i = 0; i < pk.cu_seqlens.size(); ++i)
       a += (i ? "," : "") + std::to_string(pk.cu_seqlens[i]), b += (i ? "," : "") + std::to_string(pk.cu_seqlens_padded[i]);
@@ -184,8 +187,10 @@ int plan_action(const RunOptions& o) {
 
 int run_action(RunOptions& o) {
   RunSpec& s = o.spec;
-  s.layout = parse_layout(o.layout);
-  s.merge = parse_merge(o.merge);
+  CpFields& f = o.cp;
+  f.mode = parse_mode(o.mode);
+  f.layout = parse_layout(o.layout);
+  f.merge = parse_merge(o.merge);
   require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
   s.seed = static_cast<std::uint64_t>(o.seed);
   for (const char* name : {"out-dir", "trace", "chrome-trace", "cu-seqlens"})
@@ -194,17 +199,16 @@ int run_action(RunOptions& o) {
   if (!o.hcp.empty()) {
     const std::vector<index_t> v = parse_int_list(o.hcp, "--hcp");
     require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + o.hcp + "' must be two sizes ICP,OCP, each >= 1");
-    s.icp = v[0], s.ocp = v[1];
+    f.icp = v[0], f.ocp = v[1];
   }
-  if (!o.cu.empty()) {
-    s.cu_seqlens = parse_cu_seqlens(o.cu);
-    require(s.cp >= 1, "cp " + std::to_string(s.cp) + " must be >= 1");
-    const index_t total = s.packing().total();
-    require(o.given.at("seq")->count() == 0 || s.seq == total,
-            "--seq " + std::to_string(s.seq) + " disagrees with --cu-seqlens (total " + std::to_string(total) + ")");
-    s.seq = total;
+  if (!o.cu.empty()) f.cu_seqlens = parse_cu_seqlens(o.cu);
+  // with --cu-seqlens, --seq is their packed total: given, it must agree (CpSpec says so)
+  const bool seq_given = o.given.at("seq")->count() > 0;
+  f.seq = f.cu_seqlens.empty() || seq_given ? o.seq : 0;
+  if (o.plan_only) {
+    s.cp = CpSpec(f);
+    return plan_action(o);
   }
-  if (o.plan_only) return plan_action(o);
   require(o.do_path.empty() || s.backward, "--do needs --backward");
   const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
   require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
@@ -213,19 +217,20 @@ int run_action(RunOptions& o) {
   if (any_in) {
     // sizes come from the files; a size also given on the command line must agree with them
     auto given = [&](const char* name, index_t v) { return o.given.at(name)->count() > 0 ? v : index_t{0}; };
-    index_t seq = given("seq", s.seq), h = given("heads", s.heads), hk = given("kv-heads", s.kv_heads);
-    index_t d = given("head-dim", s.head_dim), dv = given("v-head-dim", s.v_head_dim);
+    index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
+    index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
     in.q = load3(o.q_path, "Q", seq, h, d);
     in.k = load3(o.k_path, "K", seq, hk, d);
     in.v = load3(o.v_path, "V", seq, hk, dv);
-    s.seq = seq, s.heads = h, s.kv_heads = hk, s.head_dim = d, s.v_head_dim = dv;
+    f.seq = seq, f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
   }
+  s.cp = CpSpec(f);
   validate(s);
   prepare_outputs(o);  // before the (possibly long) run: a bad path fails now, not after it
   if (!any_in) in = make_inputs(s);
   if (s.backward) {
     if (!o.do_path.empty()) {
-      index_t seq = s.seq, h = s.heads, dv = s.dv();
+      index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
       in.dout = load3(o.do_path, "dO", seq, h, dv);
     } else if (in.dout.n == 0) {
       RunSpec only_do = s;
@@ -266,30 +271,31 @@ void setup_run(CLI::App& app, int& status) {
              "Prints the error of O and LSE (and dQ, dK, dV with --backward), FLOPs per rank and the\n"
              "max/min work ratio, bytes and messages sent per rank. Error = max|x - ref| / max|ref|.");
   RunSpec& s = o->spec;
-  sub->add_option("--mode", s.mode,
+  CpFields& f = o->cp;
+  sub->add_option("--mode", o->mode,
                   "CP mode: p2p (ring), allgather (all-gather KV, Llama 3), a2a (Ulysses all-to-all),\n"
                   "a2a+p2p (hierarchical: needs --hcp)")->capture_default_str();
   sub->add_option("--hcp", o->hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
                                    "outer rings of OCP ranks strided by ICP; ICP x OCP = cp");
   o->given["cu-seqlens"] = sub->add_option("--cu-seqlens", o->cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
                                          "(--seq is then their total)");
-  sub->add_flag("--pad", s.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
+  sub->add_flag("--pad", f.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
                                 "padding tokens get O = 0 and zero gradients");
-  sub->add_flag("--replicate-kv", s.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
+  sub->add_flag("--replicate-kv", f.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
                                                   "by the all-to-all size (costs memory and bytes)");
-  o->given["cp"] = sub->add_option("--cp", s.cp, "number of CP ranks (simulated in this process)")->capture_default_str();
-  o->given["seq"] = sub->add_option("--seq", s.seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str();
-  o->given["heads"] = sub->add_option("--heads", s.heads, "query heads")->capture_default_str();
-  o->given["kv-heads"] = sub->add_option("--kv-heads", s.kv_heads, "key/value heads (must divide heads: GQA/MQA)")->capture_default_str();
-  o->given["head-dim"] = sub->add_option("--head-dim", s.head_dim, "Q/K head dim")->capture_default_str();
-  o->given["v-head-dim"] = sub->add_option("--v-head-dim", s.v_head_dim, "V head dim (0: same as --head-dim)")->capture_default_str();
-  sub->add_flag("--causal", s.causal, "causal mask (default: none)");
+  o->given["cp"] = sub->add_option("--cp", f.cp, "number of CP ranks (simulated in this process)")->capture_default_str();
+  o->given["seq"] = sub->add_option("--seq", o->seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str();
+  o->given["heads"] = sub->add_option("--heads", f.heads, "query heads")->capture_default_str();
+  o->given["kv-heads"] = sub->add_option("--kv-heads", f.kv_heads, "key/value heads (must divide heads: GQA/MQA)")->capture_default_str();
+  o->given["head-dim"] = sub->add_option("--head-dim", f.head_dim, "Q/K head dim")->capture_default_str();
+  o->given["v-head-dim"] = sub->add_option("--v-head-dim", f.v_head_dim, "V head dim (0: same as --head-dim)")->capture_default_str();
+  sub->add_flag("--causal", f.causal, "causal mask (default: none)");
   sub->add_option("--layout", o->layout, "token layout: contiguous | zigzag | striped")->capture_default_str();
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
   sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
-  sub->add_option("--scale", s.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
+  sub->add_option("--scale", f.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
   sub->add_option("--q", o->q_path, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
   sub->add_option("--k", o->k_path, "read K from a .npy (seq, kv_heads, head_dim)");
   sub->add_option("--v", o->v_path, "read V from a .npy (seq, kv_heads, v_head_dim)");

@@ -4,7 +4,7 @@
 // rounds x ranks table with groups, CP sizes, samples and loads, plus makespan, lower bound, their
 // ratio, utilization and alignment (or --json); or, with --dist, K random batches scheduled by both
 // schedulers with mean / p50 / p99 of makespan / lower bound and the modelled speedup over static CP.
-// What it is not: an execution of the schedule (reference/dcp_execute.h runs schedules).
+// What it is not: an execution of the schedule (reference/dcp/dcp_execute.h runs schedules).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,12 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "dcp_batches.h"
-#include "dcp_bounds.h"
-#include "dcp_cplab.h"
-#include "dcp_megatron.h"
-#include "error.h"
-#include "thd.h"
+#include "dcp/dcp_batches.h"
+#include "dcp/dcp_bounds.h"
+#include "dcp/dcp_cplab.h"
+#include "dcp/dcp_megatron.h"
+#include "core/error.h"
+#include "layout/thd.h"
 
 namespace cplab::app {
 
@@ -164,7 +164,7 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
       acc->speedup.push_back(st / s->makespan);
       acc->unaligned += s->aligned ? 0 : 1;
     }
-    worse += c.makespan > m.makespan * (1 + 1e-9) ? 1 : 0;
+    worse += c.makespan > m.makespan * (1 + kRelTol) ? 1 : 0;
   }
   auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / static_cast<double>(v.size()); };
   if (o.json) {

@@ -4,7 +4,7 @@
 // for its action to run; the action's exit status goes to `status`.
 // Exit statuses: 0 ok, 1 a check failed (e.g. demo error above tolerance) or an internal error,
 // 2 bad input (a cplab::Error or a command-line parse error, with the rule printed).
-// What it is not: an algorithm; every number printed comes from reference/experiment.h.
+// What it is not: an algorithm; every number printed comes from reference/run/experiment.h.
 #pragma once
 
 #include <CLI/CLI.hpp>

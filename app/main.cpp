@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "error.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{

@@ -1,8 +1,8 @@
 // attention_check.cpp: check_forward / check_backward (attention_check.h).
 //
 // What it is: the reference side of the check: inputs rebuilt element by element from inputs.h
-// (so the reference sees exactly the rounded values the GPU saw), reference/attention_kernel.h in
-// double on the sampled rows or whole heads, and the relative error.
+// (so the reference sees exactly the rounded values the GPU saw), reference/core/attention_kernel.h in
+// double on the sampled rows or whole heads, and the relative error (core/rel_error.h).
 // What it is not: a second attention implementation; every reference number comes from reference/.
 #include "attention_check.h"
 
@@ -10,7 +10,8 @@
 #include <limits>
 #include <utility>
 
-#include "dense_attention.h"
+#include "core/dense_attention.h"
+#include "core/rel_error.h"
 #include "inputs.h"
 
 namespace cplab::bench {
@@ -37,16 +38,9 @@ std::vector<std::int64_t> all_rows(std::int64_t s) {
   return r;
 }
 
-// max |gpu - ref| / max |ref| (max |ref| = 0 counts as 1); infinite if sizes differ or gpu is not finite
-double rel_error(const std::vector<double>& gpu, const double* ref, std::size_t n) {
-  if (gpu.size() != n) return std::numeric_limits<double>::infinity();
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(gpu[i])) return std::numeric_limits<double>::infinity();
-    diff = std::max(diff, std::abs(gpu[i] - ref[i]));
-    scale = std::max(scale, std::abs(ref[i]));
-  }
-  return diff / (scale > 0.0 ? scale : 1.0);
+// core/rel_error.h's metric of an output against the reference (an output of another size: infinite)
+double error_of(const std::vector<double>& gpu, const double* ref, std::size_t n) {
+  return gpu.size() == n ? rel_error(gpu.data(), ref, n) : kInf;
 }
 
 // The reference forward of the sampled rows of head 0 (sequence 0): the rows alone, each with its
@@ -105,9 +99,9 @@ std::vector<CheckResult> check_forward(const AttentionPlan& plan, const Shape& x
     CheckResult c;
     c.checked = std::to_string(gpu->rows.size()) + " rows";
     const bool same = gpu->rows == outs.front()->rows;  // else the sizes below cannot match: infinite error
-    c.errors.emplace_back("O", same ? rel_error(gpu->o, ref.o.data.data(), ref.o.data.size()) : kInf);
+    c.errors.emplace_back("O", same ? error_of(gpu->o, ref.o.data.data(), ref.o.data.size()) : kInf);
     if (gpu->has_lse)
-      c.errors.emplace_back("LSE", same ? rel_error(gpu->lse, ref.lse.data(), static_cast<std::size_t>(ref.lse.size()))
+      c.errors.emplace_back("LSE", same ? error_of(gpu->lse, ref.lse.data(), static_cast<std::size_t>(ref.lse.size()))
                                         : kInf);
     results.push_back(std::move(c));
   }
@@ -132,9 +126,9 @@ std::vector<CheckResult> check_backward(const AttentionPlan& plan, const Shape& 
     for (const GpuSamples* gpu : outs) {
       CheckResult c;
       c.checked = g == 1 ? "full head" : "full heads 0-" + std::to_string(g - 1);
-      c.errors.emplace_back("dQ", rel_error(gpu->dq, ref.dq.data.data(), ref.dq.data.size()));
-      c.errors.emplace_back("dK", rel_error(gpu->dk, ref.dk.data.data(), ref.dk.data.size()));
-      c.errors.emplace_back("dV", rel_error(gpu->dv, ref.dv.data.data(), ref.dv.data.size()));
+      c.errors.emplace_back("dQ", error_of(gpu->dq, ref.dq.data.data(), ref.dq.data.size()));
+      c.errors.emplace_back("dK", error_of(gpu->dk, ref.dk.data.data(), ref.dk.data.size()));
+      c.errors.emplace_back("dV", error_of(gpu->dv, ref.dv.data.data(), ref.dv.data.size()));
       results.push_back(std::move(c));
     }
     return results;
@@ -150,7 +144,7 @@ std::vector<CheckResult> check_backward(const AttentionPlan& plan, const Shape& 
     CheckResult c;
     c.checked = "dQ " + std::to_string(gpu->rows.size()) + " rows";
     const bool same = gpu->rows == outs.front()->rows;
-    c.errors.emplace_back("dQ", same ? rel_error(gpu->dq_rows, dq.data.data(), dq.data.size()) : kInf);
+    c.errors.emplace_back("dQ", same ? error_of(gpu->dq_rows, dq.data.data(), dq.data.size()) : kInf);
     results.push_back(std::move(c));
   }
   return results;

@@ -2,10 +2,11 @@
 //
 // What it is: check_forward (O and LSE at the sampled rows of head 0) and check_backward (dQ, dK,
 // dV of sequence 0's first KV-head group when s <= kFullBackwardMaxSeq, else dQ at the sampled
-// rows), each giving error = max |gpu - ref| / max |ref| per tensor. The reference is
-// reference/attention_kernel.h on the inputs rebuilt from inputs.h: the sampled query rows alone
-// with a Mask::ranges giving each its causal key range, or dense attention on whole heads.
-// A non-finite GPU value makes the error infinite. Several outputs of the same inputs (ours and
+// rows), each giving error = max |gpu - ref| / max |ref| per tensor (core/rel_error.h, with its
+// convention: a NaN or an infinity the reference does not have makes the error infinite; so does
+// an output of the wrong size). The reference is reference/core/attention_kernel.h on the inputs
+// rebuilt from inputs.h: the sampled query rows alone with a Mask::ranges giving each its causal
+// key range, or dense attention on whole heads. Several outputs of the same inputs (ours and
 // SDPA's, for the yardstick) can be compared against one reference computed once.
 // What it is not: the PASS / FAIL rule (attention_config.h tolerance, applied by the caller).
 #pragma once

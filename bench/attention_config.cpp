@@ -11,7 +11,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "error.h"
+#include "core/error.h"
+#include "core/util.h"
 
 namespace cplab::bench {
 
@@ -37,8 +38,6 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
   require(!out.empty(), option + " is empty (expected a comma-separated list of integers)");
   return out;
 }
-
-std::string num(std::int64_t x) { return std::to_string(x); }
 
 }  // namespace
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "dtype.h"  // reference/: DType
+#include "core/dtype.h"  // reference/: DType
 
 namespace cplab::bench {
 

@@ -15,7 +15,7 @@
 #include "check.h"
 #include "device_buffer.h"
 #include "inputs.h"
-#include "mask.h"
+#include "core/mask.h"
 
 namespace cplab::bench {
 

@@ -12,11 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+#include "core/rel_error.h"
+#include "core/util.h"
 #include "cp_ranks.h"
 #include "device.h"
-#include "error.h"
 #include "inputs.h"
-#include "trace_plan.h"
+#include "plan/trace_plan.h"
+#include "run/experiment.h"
 
 namespace cplab::bench {
 
@@ -27,48 +30,31 @@ namespace {
 constexpr double kTolerance = 2e-2;  // bf16/fp16: CP vs the one-launch baseline, max|diff| / max|baseline|
 constexpr std::int64_t kDefaultSeq = 65536;
 
-std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
-
-Layout layout_of(const std::string& s) {
-  if (s == "zigzag") return Layout::zigzag;
-  if (s == "striped") return Layout::striped;
-  if (s == "contiguous") return Layout::contiguous;
-  throw Error("layout '" + s + "' is not one of: zigzag, striped, contiguous");
-}
-
+// The run's spec: the arguments into CpFields, validated once by CpSpec (the mode table's rules,
+// named), plus the GPU's dtype and kernel. --seq: the given one (with --cu-seqlens CpSpec reports a
+// disagreement with the packed total), else the packed total (seq 0) or kDefaultSeq.
 GpuCpSpec spec_of(const CpArgs& a) {
-  GpuCpSpec s;
-  RunSpec& r = s.run;
-  r.mode = a.mode;
-  r.layout = layout_of(a.layout);
-  r.cp = a.cp;
-  r.heads = a.heads;
-  r.kv_heads = a.kv_heads;
-  r.head_dim = a.head_dim;
-  r.causal = !a.no_causal;
-  r.backward = a.pass == "both";
-  r.dtype = "float";  // the reference's dtype: unused on the GPU
+  const DType dtype = parse_dtype(a.dtype);
+  require(a.kernel == "v2" || a.kernel == "v3", "kernel '" + a.kernel + "' is not one of: v2, v3");
+  const Kernel kernel = a.kernel == "v2" ? Kernel::v2 : Kernel::v3;
+  CpFields f;
+  f.mode = parse_mode(a.mode);
+  f.layout = parse_layout(a.layout);
+  f.cp = a.cp;
+  f.heads = a.heads;
+  f.kv_heads = a.kv_heads;
+  f.head_dim = a.head_dim;
+  f.causal = !a.no_causal;
   if (!a.hcp.empty()) {
     const std::vector<index_t> v = parse_int_list(a.hcp, "--hcp");
     require(v.size() == 2, "--hcp '" + a.hcp + "' must be ICP,OCP (two integers)");
-    r.icp = v[0];
-    r.ocp = v[1];
+    f.icp = v[0];
+    f.ocp = v[1];
   }
-  if (!a.cu_seqlens.empty()) {
-    r.cu_seqlens = parse_cu_seqlens(a.cu_seqlens);
-    r.pad = a.pad;
-    if (a.seq < 0) {
-      check_cu_seqlens(r.cu_seqlens);
-      r.seq = r.packing().total();
-    }
-  } else {
-    require(!a.pad, "--pad needs --cu-seqlens (it pads each packed sequence)");
-  }
-  if (a.seq >= 0 || a.cu_seqlens.empty()) r.seq = a.seq < 0 ? kDefaultSeq : a.seq;
-  s.dtype = parse_dtype(a.dtype);
-  require(a.kernel == "v2" || a.kernel == "v3", "kernel '" + a.kernel + "' is not one of: v2, v3");
-  s.kernel = a.kernel == "v2" ? Kernel::v2 : Kernel::v3;
-  return s;
+  if (!a.cu_seqlens.empty()) f.cu_seqlens = parse_cu_seqlens(a.cu_seqlens);
+  f.pad = a.pad;
+  f.seq = a.seq >= 0 ? a.seq : (f.cu_seqlens.empty() ? kDefaultSeq : 0);
+  return GpuCpSpec{CpSpec(f), dtype, kernel};
 }
 
 template <class F>
@@ -91,26 +77,21 @@ std::vector<double> row(const void* base, std::int64_t g, std::int64_t width, DT
   return from_dtype(b, t);
 }
 
-// One tensor's check on the sampled rows: max |CP - baseline| / max |baseline|. A check that can
-// fail: a baseline whose sampled values are all zero, or a non-finite value on either side, gives
-// infinity (and why() says which).
+// One tensor's check on the sampled rows: core/rel_error.h's metric (max |CP - baseline| /
+// max |baseline|, its convention for non-finite values), stricter in one way so that the check
+// can fail: a baseline whose sampled values are all zero (nothing compared) gives infinity too;
+// why() says which.
 struct Diff {
-  double num = 0, den = 0;
-  bool base_bad = false, cp_bad = false;
+  RelError e;
   void add(const std::vector<double>& x, const std::vector<double>& ref) {
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (!std::isfinite(ref[i])) base_bad = true;
-      else if (!std::isfinite(x[i])) cp_bad = true;
-      else num = std::max(num, std::abs(x[i] - ref[i])), den = std::max(den, std::abs(ref[i]));
-    }
+    e.add(x.data(), ref.data(), std::min(x.size(), ref.size()));
   }
   std::string why() const {
-    if (base_bad) return "the baseline has a non-finite value";
-    if (cp_bad) return "CP has a non-finite value";
-    if (den == 0) return "the baseline's sampled values are all zero";
+    if (e.failed) return "a NaN, or an infinity not matched by the same infinity, on either side";
+    if (e.scale == 0) return "the baseline's sampled values are all zero";
     return "";
   }
-  double rel() const { return why().empty() ? num / den : INFINITY; }
+  double rel() const { return why().empty() ? e.value() : INFINITY; }
 };
 
 // the tokens `order` of one input (order[i] = the global token at row i), `width` elements each,
@@ -128,11 +109,12 @@ std::uint64_t fill(std::byte* dst, Input which, const std::vector<index_t>& orde
 }
 
 // FlashAttention's convention per sequence (real lengths): 4 s^2 h d forward, causal half
-double fwd_flops(const GpuCpSpec& s) {
-  const Packing pk = s.tokens();
+double fwd_flops(const CpSpec& c) {
+  const Packing& pk = c.packing();
   double f = 0;
-  for (index_t j = 0; j < pk.num_seqs(); ++j) f += 4.0 * double(pk.length(j)) * double(pk.length(j)) * double(s.h()) * double(s.d());
-  return s.run.causal ? f / 2 : f;
+  for (index_t j = 0; j < pk.num_seqs(); ++j)
+    f += 4.0 * double(pk.length(j)) * double(pk.length(j)) * double(c.h()) * double(c.d());
+  return c.causal() ? f / 2 : f;
 }
 
 }  // namespace
@@ -149,16 +131,19 @@ void check_cp_args(const CpArgs& a) {
 
 int run_cp(const CpArgs& a) {
   const GpuCpSpec s = spec_of(a);
-  const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
+  const CpSpec& c = s.cp;
+  const std::int64_t P = c.P(), S = c.S(), n = c.n(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();
   const bool bwd = a.pass == "both";
   const std::size_t e = dtype_size(s.dtype);
   CPLAB_CUDA_CHECK(cudaSetDevice(0));
   CpRanks ranks(s, a.backend);
   const auto G = static_cast<std::int64_t>(ranks.gpus());  // efficiency and TFLOP/s are per GPU, not per rank
-  std::printf("cplab-bench cp: %s%s %s, cp %lld, seq %lld%s, %lld heads, %lld KV heads, head dim %lld, %s, %s, kernel %s\n", a.mode.c_str(),
-              a.hcp.empty() ? "" : (" " + a.hcp).c_str(), a.layout.c_str(), (long long)P, (long long)S,
-              s.packed() ? (" (" + std::to_string(s.tokens().num_seqs()) + " packed sequences)").c_str() : "", (long long)h,
-              (long long)hk, (long long)d, s.run.causal ? "causal" : "not causal", a.dtype.c_str(), a.kernel.c_str());
+  std::printf("cplab-bench cp: %s%s %s, cp %lld, seq %lld%s, %lld heads, %lld KV heads, head dim %lld, %s, %s, "
+              "kernel %s\n",
+              c.info().name, a.hcp.empty() ? "" : (" " + a.hcp).c_str(), to_string(c.layout()).c_str(), (long long)P,
+              (long long)S,
+              c.packed() ? (" (" + num(c.packing().num_seqs()) + " packed sequences)").c_str() : "", (long long)h,
+              (long long)hk, (long long)d, c.causal() ? "causal" : "not causal", a.dtype.c_str(), a.kernel.c_str());
   const std::string on = a.backend == "local" ? "G = 1: --backend local, the " + std::to_string(P) + " virtual ranks share GPU 0"
                                              : "G = " + std::to_string(G) + ": --backend nccl, one GPU per rank";
   std::printf("ranks: %s\nGPU 0: %s\nbaseline: the same attention (all %lld tokens) as one kernel launch on GPU 0 (ring-flash-attention's\n"
@@ -173,7 +158,7 @@ int run_cp(const CpArgs& a) {
               ranks.describe().c_str(), device_summary().c_str(), (long long)S, on.c_str(), kTolerance);
   const auto f0 = std::chrono::steady_clock::now();
   std::uint64_t filled = 0;
-  const Partition part = s.partition();
+  const Partition& part = c.partition();
   for (std::int64_t r = 0; r < P; ++r) {  // the index-hashed inputs (inputs.h) in each rank's local order
     GpuCpRank& x = ranks.rank(r);
     const std::vector<index_t> mine = part.indices(r);
@@ -194,14 +179,19 @@ int run_cp(const CpArgs& a) {
   std::printf("inputs: %.3g elements (every rank's and the baseline's) filled in %.2f s\n\n", double(filled), fill_s);
   DeviceBuffer<float> glse(sz(h * S)), gdelta(glse.size()), gdq(sz(S * h * d)), gdk(sz(S * hk * d)), gdv(sz(S * hk * dv));
   const AttnDims dims{S, S, h, hk, d, dv};
-  const Mask mask = s.packed() ? token_mask(s.tokens(), seq_order, seq_order, s.run.causal) : (s.run.causal ? Mask::causal(0) : Mask::none());
+  const Mask mask = c.packed() ? token_mask(c.packing(), seq_order, seq_order, c.causal())
+                               : (c.causal() ? Mask::causal(0) : Mask::none());
   const DeviceMask dmask(mask, S);
-  auto base_fwd = [&] { attention_forward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), dmask.rule(), s.scale(), go.data(), glse.data(), nullptr); };
+  const float scale = s.kernel_scale();
+  auto base_fwd = [&] {
+    attention_forward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), dmask.rule(), scale, go.data(),
+                      glse.data(), nullptr);
+  };
   auto base_bwd = [&] {
     for (DeviceBuffer<float>* b : {&gdq, &gdk, &gdv}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float)));
     softmax_delta(s.dtype, S, h, dv, go.data(), gdo.data(), gdelta.data(), nullptr);
-    attention_backward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(), dmask.rule(),
-                       s.scale(), gdq.data(), gdk.data(), gdv.data(), nullptr);
+    attention_backward(s.kernel, s.dtype, dims, gq.data(), gk.data(), gv.data(), gdo.data(), glse.data(), gdelta.data(),
+                       dmask.rule(), scale, gdq.data(), gdk.data(), gdv.data(), nullptr);
   };
   std::vector<std::unique_ptr<TileTimes>> tf(ranks.groups()), tb(ranks.groups());
   for (std::size_t g = 0; g < ranks.groups(); ++g) tf[g] = std::make_unique<TileTimes>(), tb[g] = std::make_unique<TileTimes>();
@@ -216,9 +206,11 @@ int run_cp(const CpArgs& a) {
     base_fwd();
     if (bwd) base_bwd();
   }
-  nlohmann::json out{{"gpu", device_summary()}, {"ranks", ranks.describe()}, {"mode", a.mode}, {"hcp", a.hcp}, {"layout", a.layout},
-                     {"cp", P}, {"seq", S}, {"cu_seqlens", s.run.cu_seqlens}, {"heads", h}, {"kv_heads", hk}, {"head_dim", d},
-                     {"causal", s.run.causal}, {"dtype", a.dtype}, {"kernel", a.kernel}, {"backend", a.backend}, {"baseline", "one launch of cplab " + a.kernel + " on GPU 0"},
+  nlohmann::json out{{"gpu", device_summary()}, {"ranks", ranks.describe()}, {"mode", c.info().name}, {"hcp", a.hcp},
+                     {"layout", to_string(c.layout())}, {"cp", P}, {"seq", S}, {"cu_seqlens", c.fields().cu_seqlens}, {"heads", h},
+                     {"kv_heads", hk}, {"head_dim", d}, {"causal", c.causal()}, {"dtype", a.dtype},
+                     {"kernel", a.kernel}, {"backend", a.backend},
+                     {"baseline", "one launch of cplab " + a.kernel + " on GPU 0"},
                      {"gpus", G}, {"fill_s", fill_s},
                      {"definitions",
                       {{"gpus", "G, the GPUs the CP ranks run on: 1 for --backend local (virtual ranks share GPU 0), cp for nccl"},
@@ -264,7 +256,8 @@ int run_cp(const CpArgs& a) {
       rel[name] = std::isfinite(df.rel()) ? nlohmann::json(df.rel()) : nlohmann::json(nullptr);
       if (!df.why().empty()) problems[name] = df.why();
     }
-    const double flops = fwd_flops(s) * (both ? 3.5 : 1.0), hidden = t_comm > 0 ? std::clamp((t_comp + t_comm - t_all) / t_comm, 0.0, 1.0) : 1.0;
+    const double flops = fwd_flops(c) * (both ? 3.5 : 1.0);
+    const double hidden = t_comm > 0 ? std::clamp((t_comp + t_comm - t_all) / t_comm, 0.0, 1.0) : 1.0;
     const double efficiency = t_base / (double(G) * t_all), tflops_gpu = flops / double(G) / (t_all * 1e-3) / 1e12;
     const bool pass_ok = worst <= kTolerance;
     ok = ok && pass_ok;
@@ -280,8 +273,8 @@ int run_cp(const CpArgs& a) {
     if (!problems.empty()) out[pass]["check_problems"] = problems;
   }
   if (!a.trace_path.empty()) {  // the planned trace of this run with the measured compute times
-    RunSpec rs = s.run;
-    rs.backward = bwd;
+    // dtype: the reference's arithmetic (it sizes the planned messages); the GPU's is s.dtype
+    const RunSpec rs{.cp = s.cp, .backward = bwd, .dtype = "float"};
     const Trace t = plan_trace(rs);
     layer(bwd, CpWork::all, true);
     // a step with several tiles (all-gather's two zigzag chunks) shares its measured time by FLOPs

@@ -1,14 +1,15 @@
 // cp_bench.h: `cplab-bench cp`: one context-parallel attention layer on GPU ranks, timed and checked.
 //
-// What it is: the arguments, their checks (before any CUDA call: the reference's mode rules via
-// GpuCpSpec::check) and the run: any mode (p2p, allgather, a2a, a2a+p2p; packed sequences with
-// --cu-seqlens) on P ranks, virtual ranks on this GPU (--backend local) or one GPU per rank
-// (--backend nccl), against the baseline of the same attention as one kernel launch on one GPU,
-// forward (and backward): ms per layer; with G the GPUs the ranks run on (1 for local, P for nccl),
-// efficiency = baseline time / (G x CP time) and its inverse G*CP/base, TFLOP/s per GPU (FLOPs / G /
-// CP time); bytes moved, the fraction of communication hidden behind compute, and the CP result
-// (O, dQ, dK, dV) checked against the baseline on sampled rows; a table, optional JSON, and the
-// measured compute times as a cplab trace for cplab-viz's timeline.
+// What it is: the arguments, their checks (before any CUDA call: the CP layer's rules when its
+// CpSpec is built, reference/modes/cp_spec.h, then the GPU's, GpuCpSpec::check) and the run: any
+// mode (p2p, allgather, a2a, a2a+p2p; packed sequences with --cu-seqlens) on P ranks, virtual
+// ranks on this GPU (--backend local) or one GPU per rank (--backend nccl), against the baseline
+// of the same attention as one kernel launch on one GPU, forward (and backward): ms per layer;
+// with G the GPUs the ranks run on (1 for local, P for nccl), efficiency = baseline time /
+// (G x CP time) and its inverse G*CP/base, TFLOP/s per GPU (FLOPs / G / CP time); bytes moved, the
+// fraction of communication hidden behind compute, and the CP result (O, dQ, dK, dV) checked
+// against the baseline on sampled rows; a table, optional JSON, and the measured compute times as
+// a cplab trace for cplab-viz's timeline.
 // What it is not: the kernel benchmark (cplab-bench attention), or a multi-node run (mpirun:
 // cplab-comm-check --backend mpi).
 #pragma once
@@ -19,6 +20,7 @@
 namespace cplab::bench {
 
 struct CpArgs {
+  // as given on the command line; mode and layout are parsed once, into the run's CpSpec
   std::string mode = "p2p", layout = "zigzag", dtype = "bf16", backend = "local", pass = "both", kernel = "v2";
   std::string hcp, cu_seqlens;  // "ICP,OCP" for a2a+p2p; packed sequences "0,a,b,..."
   bool pad = false;

@@ -2,7 +2,7 @@
 #include "cp_ranks.h"
 
 #include "device.h"
-#include "error.h"
+#include "core/error.h"
 
 namespace cplab::bench {
 
@@ -17,7 +17,7 @@ void sync_streams(GpuCpRank& x) {
 }  // namespace
 
 CpRanks::CpRanks(const GpuCpSpec& s, const std::string& backend) : backend_(backend) {
-  const int P = static_cast<int>(s.P());
+  const int P = static_cast<int>(s.cp.P());
   own_.resize(static_cast<std::size_t>(P));
   if (backend == "local") {
     world_ = std::make_unique<LocalWorld>(P);

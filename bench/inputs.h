@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "dtype.h"
+#include "core/dtype.h"
 
 namespace cplab::bench {
 

@@ -17,7 +17,8 @@
 #include "attention_config.h"
 #include "cp_bench.h"
 #include "device.h"  // cuda/
-#include "error.h"
+#include "core/error.h"
+#include "modes/mode_table.h"  // mode_names
 
 namespace {
 
@@ -50,7 +51,7 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
 }
 
 void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
-  cmd.add_option("--mode", a.mode, "CP mode: p2p | allgather | a2a | a2a+p2p")->capture_default_str();
+  cmd.add_option("--mode", a.mode, "CP mode: one of " + cplab::mode_names())->capture_default_str();
   cmd.add_option("--cp", a.cp, "CP ranks")->capture_default_str();
   cmd.add_option("--hcp", a.hcp, "a2a+p2p: ICP,OCP (inner all-to-all size x outer ring size = cp)");
   cmd.add_option("--cu-seqlens", a.cu_seqlens, "packed sequences (THD): cumulative lengths 0,a,b,...");

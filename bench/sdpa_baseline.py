@@ -31,9 +31,9 @@ import sys
 from sdpa_common import emit, start
 
 
-def flops(b, h, s, d, causal, mode):
+def flops(b, h, s, d, causal, direction):
     f = 4.0 * b * h * s * s * d / (2 if causal else 1)
-    return f if mode == "fwd" else 2.5 * f
+    return f if direction == "fwd" else 2.5 * f
 
 
 def int_list(text):

@@ -1,7 +1,7 @@
 // sdpa_error.cpp: the accuracy yardstick (sdpa_error.h): input files, the sdpa_error.py child, its
 // output files read back as GpuSamples, and the ratio rule.
 //
-// What it is: plain C++ (no CUDA), so tests/ of bench (bench_sdpa_error_test) exercise all of it on
+// What it is: plain C++ (no CUDA), so tests/cuda/test_sdpa_error.cpp (bench_sdpa_error_test) exercises all of it on
 // machines without a GPU. The child is run like the baseline (baseline.h run_json_child).
 // What it is not: the reference comparison (attention_check.cpp computes every error).
 #include "sdpa_error.h"
@@ -18,9 +18,9 @@
 #include <system_error>
 
 #include "baseline.h"  // run_json_child, shell_quote
-#include "error.h"
+#include "core/error.h"
 #include "inputs.h"
-#include "npy.h"
+#include "run/npy.h"
 
 namespace cplab::bench {
 

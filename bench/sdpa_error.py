@@ -70,11 +70,11 @@ def run_case(np, torch, F, sdpa_kernel, backend, name, case, args, dtype):
         raise ValueError(f"{path}: q {tuple(q.shape[1:])}, k {tuple(k.shape[1:])}, v {tuple(v.shape[1:])} do not fit")
     qg, kg, vg = (x.detach().requires_grad_(bwd) for x in (q, k, v))
 
-    def forward(mode):  # SDPA on (1, heads, s, d) views of the token-major tensors
+    def forward(gqa_via):  # SDPA on (1, heads, s, d) views of the token-major tensors
         qt, kt, vt = qg.transpose(1, 2), kg.transpose(1, 2), vg.transpose(1, 2)
-        if mode == "enable_gqa":
+        if gqa_via == "enable_gqa":
             return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=True)
-        if mode == "repeat_interleave":
+        if gqa_via == "repeat_interleave":
             kt, vt = kt.repeat_interleave(h // hk, dim=1), vt.repeat_interleave(h // hk, dim=1)
         return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
 

@@ -1,5 +1,6 @@
-// attention.h: cplab's CUDA attention for one tile: forward (O, LSE), backward (dQ, dK, dV), and
-// the (O, LSE) merge, with the CPU reference's shapes, masks and conventions.
+// attention.h: cplab's CUDA attention for one tile: forward (O, LSE), backward (dQ, dK, dV), with
+// the CPU reference's shapes, masks and conventions; the (O, LSE) merges of partial results, the
+// fp32 accumulation and the casts are merge.h (included here).
 //
 // What it is: the host API of the kernels in attention_v1.cu (tier 0: one thread per row, fp32
 // everywhere, head dims up to 128, every dtype; the readable baseline), attention_v2_fwd.cu /
@@ -21,7 +22,7 @@
 // queued on `stream` (asynchronous; errors of the launch itself throw std::runtime_error naming
 // the call, CPLAB_CUDA_CHECK). Bad shapes or an unsupported kernel / dtype / head dim throw
 // cplab::Error naming the rule, before any CUDA call.
-// What it is not: a CP algorithm (the ring and the other modes come with the communicator issue),
+// What it is not: a CP algorithm (the modes on GPU ranks are cuda/cp/: cp_gpu.h, ring_gpu.h, ...),
 // or FP8. Tolerances against the reference are in cuda/README.md.
 #pragma once
 
@@ -30,9 +31,10 @@
 #include <cstdint>
 
 #include "device_buffer.h"
-#include "dtype.h"  // reference/: DType
-#include "mask.h"
-#include "mask_rule.h"
+#include "core/dtype.h"  // reference/: DType
+#include "core/mask.h"
+#include "core/mask_rule.h"
+#include "merge.h"  // merge_streaming, merge_lse, fold_correction, accumulate_f32, cast_from_f32
 
 namespace cplab::cuda {
 
@@ -88,26 +90,5 @@ void attention_backward(Kernel kernel, DType dtype, const AttnDims& dims, const 
                         const void* v, const void* dout, const float* lse, const float* delta,
                         const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
                         cudaStream_t stream);
-
-// The (O, LSE) merge of merge.h on the GPU. The accumulator is fp32: o_acc (n, h, dv), lse_acc
-// (h, n) (start: O = 0, LSE = -inf). A partial covers rows [row0, row0 + m): o_part (m, h, dv) of
-// `dtype`, lse_part (h, m) fp32.
-// streaming: after every step, (O, L) <- (w_acc O + w_part O_part, lse_merge(L, L_part))
-void merge_streaming(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, float* o_acc,
-                     float* lse_acc, std::int64_t row0, std::int64_t m, const void* o_part,
-                     const float* lse_part, cudaStream_t stream);
-// TE's fold, phase A: lse_acc <- lse_merge(lse_acc, lse_part) on rows [row0, row0 + m)
-void merge_lse(std::int64_t n, std::int64_t h, float* lse_acc, std::int64_t row0, std::int64_t m,
-               const float* lse_part, cudaStream_t stream);
-// TE's fold, phase B (after every partial's LSE is merged): o_acc += exp(L_part - L) O_part
-void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, float* o_acc,
-                     const float* lse_final, std::int64_t row0, std::int64_t m, const void* o_part,
-                     const float* lse_part, cudaStream_t stream);
-
-// y (count) fp32 += x (count) fp32 (e.g. a ring step's dK/dV into the accumulator that arrived)
-void accumulate_f32(float* y, const float* x, std::int64_t count, cudaStream_t stream);
-
-// y (count) of `dtype` = x (count) fp32, rounded to nearest even (e.g. the merged O to bf16)
-void cast_from_f32(DType dtype, const float* x, void* y, std::int64_t count, cudaStream_t stream);
 
 }  // namespace cplab::cuda

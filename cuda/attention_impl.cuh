@@ -3,7 +3,8 @@
 // What it is: element conversions (to_float / from_float for float, __half, __nv_bfloat16), the
 // DType -> element type dispatch, the plain-data dims a kernel receives, and the launchers each
 // kernel file defines (attention_v1.cu, attention_v2_fwd.cu, attention_v2_bwd.cu,
-// attention_v3_fwd.cu) for the host API in attention.cu.
+// attention_v3_fwd.cu) for the host API in attention.cu (merge.cu uses the conversions, dispatch,
+// check_launch and blocks_for too).
 // What it is not: public API (attention.h is), or the softmax / mask rules (softmax_rules.h,
 // mask_rule.h in reference/, shared with the CPU).
 #pragma once
@@ -18,15 +19,13 @@
 
 #include "attention.h"
 #include "check.h"
-#include "mask_rule.h"
-#include "softmax_rules.h"
+#include "core/mask_rule.h"
+#include "core/softmax_rules.h"
 
-#ifdef CPLAB_EMULATE
-#include "emu.h"  // tests/emu: the kernels' source run on the CPU (g++), no launchers
-#endif
+#include "emulation_seam.h"  // CPLAB_EMULATE: the kernels' source run on the CPU (g++), no launchers
 
 // A kernel's dynamic shared memory, `extern __shared__ T name[]` (_ALIGN16: `__align__(16)`); under
-// CPLAB_EMULATE a pointer to the emulated block's buffer (tests/emu/emu.h, 16-byte aligned).
+// CPLAB_EMULATE a pointer to the emulated block's buffer (the emulation of emulation_seam.h, 16-byte aligned).
 #ifdef CPLAB_EMULATE
 #define CPLAB_DYNAMIC_SMEM(T, name) T* const name = reinterpret_cast<T*>(cplab_emu::block_smem())
 #define CPLAB_DYNAMIC_SMEM_ALIGN16(T, name) CPLAB_DYNAMIC_SMEM(T, name)

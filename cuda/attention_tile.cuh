@@ -14,9 +14,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "mask_rule.h"
+#include "core/mask_rule.h"
 #include "mma.cuh"  // pack2
-#include "softmax_rules.h"
+#include "core/softmax_rules.h"
 
 namespace cplab::cuda::detail {
 

@@ -11,7 +11,7 @@
 #include "layout_kernels.h"
 
 #include "check.h"
-#include "error.h"
+#include "core/error.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -5,13 +5,14 @@
 // unshard_tokens (the inverse gather), for the contiguous / zigzag / striped layouts. Rows are
 // moved as raw bytes (row_elems * elem_bytes per token), so one kernel serves every dtype (f32,
 // f16, bf16, f64, ...); typed wrappers take T* and pass sizeof(T). All index math comes from
-// reference/layout_index.h (layout_owner + rank_concat_index, and packed_owner for thd_kernels.h),
-// the same functions the CPU reference uses; there is no second copy of the layout formulas here.
+// reference/layout/layout_index.h (layout_owner + rank_concat_index, and packed_owner for
+// thd_kernels.h), the same functions the CPU reference uses; there is no second copy of the layout
+// formulas here.
 // What it is not: communication (all P "ranks" live in one buffer on one GPU), attention, a dtype
 // conversion (bytes are copied, never interpreted), or packed THD batches (thd_kernels.h).
 #pragma once
 
-#include "layout_index.h"
+#include "layout/layout_index.h"
 
 #include <cuda_runtime.h>
 

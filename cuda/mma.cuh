@@ -12,13 +12,11 @@
 
 #include <cstdint>
 
-#ifdef CPLAB_EMULATE
-#include "mma_emu.h"  // tests/emu: the instructions emulated on the host (g++)
-#endif
+#include "emulation_seam.h"  // CPLAB_EMULATE: the instructions emulated on the host (g++)
 
 namespace cplab::cuda::detail {
 
-#ifndef CPLAB_EMULATE  // else mma_emu.h's host emulation of ldsm_x4(_trans), mma_16816, pack2 and cp_async_*
+#ifndef CPLAB_EMULATE  // else the emulation's (emulation_seam.h) of ldsm_x4(_trans), mma_16816, pack2 and cp_async_*
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -20,7 +20,7 @@
 // What it is not: the instructions (mma.cuh), or a general layout algebra (CuTe does that).
 #pragma once
 
-#include "hd.h"
+#include "core/hd.h"
 
 namespace cplab::mma {
 

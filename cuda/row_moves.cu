@@ -6,7 +6,7 @@
 #include <string>
 
 #include "check.h"
-#include "error.h"
+#include "core/error.h"
 
 namespace cplab::cuda {
 

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "dtype.h"
+#include "core/dtype.h"
 
 namespace cplab::cuda::detail {
 

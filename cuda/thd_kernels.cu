@@ -9,7 +9,7 @@
 #include "thd_kernels.h"
 
 #include "check.h"
-#include "error.h"
+#include "core/error.h"
 #include "layout_kernels.h"
 
 #include <algorithm>

@@ -1,14 +1,14 @@
 // thd_kernels.h: packed variable-length sequences ("THD") split over cp ranks, on the GPU.
 //
 // What it is: ThdPartition, a validated packed layout (layout, cu_seqlens_padded, cp: every
-// sequence split over the ranks by the layout on its own, as reference/layout.h's
+// sequence split over the ranks by the layout on its own, as reference/layout/layout.h's
 // Partition(layout, cu_padded, cp)) holding a device copy of cu_seqlens_padded; and the kernels
 //   thd_partitioned_indices   the packed positions each rank owns (TE's
 //                             thd_get_partitioned_indices for zigzag; Partition::indices)
 //   thd_shard_tokens          packed (T, row) tensor -> rank-concatenated order (cplab::shard)
 //   thd_unshard_tokens        the inverse (cplab::unshard)
 // Rows are raw bytes (row_elems * elem_bytes), so every dtype is served; typed wrappers pass
-// sizeof(T). All index math is reference/layout_index.h's packed_global / packed_owner (CPLAB_HD);
+// sizeof(T). All index math is reference/layout/layout_index.h's packed_global / packed_owner (CPLAB_HD);
 // the validation is the reference's: check_cu_seqlens (thd.cpp) and, per sequence,
 // check_partition (layout.cpp), with the same messages as Partition's constructor.
 // What it is not: communication, attention, or TE's other THD kernels (read-half, LSE / out /
@@ -17,7 +17,7 @@
 #pragma once
 
 #include "device_buffer.h"
-#include "layout_index.h"
+#include "layout/layout_index.h"
 
 #include <cuda_runtime.h>
 

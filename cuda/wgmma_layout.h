@@ -29,7 +29,7 @@
 
 #include <cstdint>
 
-#include "hd.h"
+#include "core/hd.h"
 #include "mma_layout.h"
 
 namespace cplab::wgmma {

@@ -57,7 +57,7 @@ expect_error(["run", "--seq", "64", "--mode", "p2p", "--hcp", "2,2"], "--hcp is 
 expect_error(["run", "--mode", "p2p", "--cp", "3", "--cu-seqlens", "0,10,34,39"],
              "sequence 0 has length 10, not a multiple of 2*cp = 6 (zigzag splits every sequence into 2*cp equal chunks); pass --pad")
 expect_error(["run", "--mode", "p2p", "--cp", "3", "--cu-seqlens", "0,10,10"], "cu_seqlens must strictly increase")
-expect_error(["run", "--mode", "p2p", "--cp", "3", "--seq", "48", "--cu-seqlens", "0,12,36,42"], "--seq 48 disagrees with --cu-seqlens")
+expect_error(["run", "--mode", "p2p", "--cp", "3", "--seq", "48", "--cu-seqlens", "0,12,36,42"], "seq 48 disagrees with the packed total 42 of cu_seqlens")
 expect_error(["run", "--mode", "a2a+p2p", "--cp", "4", "--hcp", "2,2", "--heads", "4", "--kv-heads", "4",
               "--cu-seqlens", "0,16,32"], "not a2a+p2p")
 expect_error(["run", "--seq", "64", "--pad"], "--pad needs --cu-seqlens")
@@ -226,11 +226,11 @@ else:
     if got != want or r["makespan"] != 192.0 or not r["aligned"]:
         failures.append(f"megatron v1 placement differs from the notes: {got}")
 p = run(*seed_dcp, "--scheduler", "cplab", "--json")
-# the bound is bisected to a relative 1e-9 (kBoundPrecision in dcp_bounds.h)
+# the bound is bisected to a relative 1e-9 (kRelTol in core/util.h)
 if p.returncode != 0 or abs(json.loads(p.stdout)["ratio"] - 1.0) > 2e-9:
     failures.append(f"cplab scheduler does not reach the lower bound on the seed example: {p.stdout}{p.stderr}")
 # cplab under the overhead cost: re-checked here from the JSON alone, with the cost formula of
-# reference/dcp_cost.h written out again: every sample once, aligned groups, no rank in two groups
+# reference/dcp/dcp_cost.h written out again: every sample once, aligned groups, no rank in two groups
 # at once, loads and makespan as the model says, never below the lower bound, process groups listed
 def t_overhead(L, c, a=0.5, alpha=0.2, beta=0.3, o=1.0):
     lk = L / 1024.0

@@ -1,4 +1,4 @@
-// helpers.h: small test utilities: seeded random tensors, the relative max error, a naive
+// helpers.h: small test utilities: seeded random tensors, the error metric (core/rel_error.h), a naive
 // scalar-loop attention (the oracle's own oracle).
 // What it is not: used by the library. Tests only.
 #pragma once
@@ -7,8 +7,9 @@
 #include <limits>
 #include <random>
 
-#include "dense_attention.h"
-#include "error.h"
+#include "core/dense_attention.h"
+#include "core/error.h"
+#include "core/rel_error.h"
 
 namespace cplab::test {
 
@@ -21,32 +22,8 @@ Tensor3<T> random_tensor(index_t n, index_t h, index_t d, std::uint64_t seed) {
   return x;
 }
 
-// max |x - ref| / max |ref|; -inf matching -inf counts as equal
-template <class A, class B>
-double rel_err(const A* x, const B* ref, size_t count) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const double a = static_cast<double>(x[i]), b = static_cast<double>(ref[i]);
-    if (std::isinf(b) || std::isinf(a)) {
-      if (a != b) return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::infinity();
-    num = std::max(num, std::abs(a - b));
-    den = std::max(den, std::abs(b));
-  }
-  return den == 0 ? num : num / den;
-}
-template <class A, class B>
-double rel_err(const Tensor3<A>& x, const Tensor3<B>& ref) {
-  REQUIRE(x.data.size() == ref.data.size());
-  return rel_err(x.data.data(), ref.data.data(), x.data.size());
-}
-template <class A, class B>
-double rel_err(const Rows<A>& x, const Rows<B>& ref) {
-  REQUIRE(x.size() == ref.size());
-  return rel_err(x.data(), ref.data(), static_cast<size_t>(x.size()));
-}
+// the error metric of every check: core/rel_error.h (rel_error, RelError)
+using cplab::rel_error;
 
 // Scalar triple loops, straight from the definition; allowed(a, b) decides visibility.
 template <class F>

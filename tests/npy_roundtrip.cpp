@@ -8,7 +8,7 @@
 #include <exception>
 #include <vector>
 
-#include "npy.h"
+#include "run/npy.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

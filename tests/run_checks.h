@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "experiment.h"
+#include "run/experiment.h"
 
 namespace cplab {
 

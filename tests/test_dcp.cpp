@@ -4,10 +4,10 @@
 
 #include <random>
 
-#include "dcp_batches.h"
-#include "dcp_cplab.h"
-#include "dcp_megatron.h"
-#include "error.h"
+#include "dcp/dcp_batches.h"
+#include "dcp/dcp_cplab.h"
+#include "dcp/dcp_megatron.h"
+#include "core/error.h"
 
 using namespace cplab;
 
@@ -48,7 +48,7 @@ TEST_CASE("dcp: Megatron v1 on the seed's example gives the real placement of th
   CHECK(s.aligned);
   const DcpBound b = lower_bounds(kSeed, 8, 4096, CostModel{});
   CHECK(b.rigid == 192);
-  CHECK(b.moldable == doctest::Approx(176.5).epsilon(1e-9));
+  CHECK(b.moldable == doctest::Approx(176.5).epsilon(kRelTol));
 }
 
 TEST_CASE("dcp: Megatron v1's misaligned group (notes 1.8) is detected") {
@@ -65,8 +65,8 @@ TEST_CASE("dcp: cplab's scheduler is valid, aligned, and reaches the bound on th
     CHECK(s.aligned);
     CHECK_NOTHROW(check(s, kSeed, 4096));
     const DcpBound b = lower_bounds(kSeed, 8, 4096, cost);
-    CHECK(s.makespan >= b.moldable - 1e-9);
-    if (cost.kind == CostModel::Kind::l2) CHECK(s.makespan == doctest::Approx(b.moldable).epsilon(kBoundPrecision));
+    CHECK(s.makespan >= b.moldable - kRelTol);
+    if (cost.kind == CostModel::Kind::l2) CHECK(s.makespan == doctest::Approx(b.moldable).epsilon(kRelTol));
   }
 }
 
@@ -83,9 +83,9 @@ TEST_CASE("dcp: over random batches cplab's groups are always aligned and every 
         const DcpSchedule m = schedule_megatron_v1(L, N, 4096, cost);
         CHECK_NOTHROW(check(m, L, 4096));
         const DcpBound lb = lower_bounds(L, N, 4096, cost);
-        CHECK(c.makespan >= lb.moldable - 1e-9);
-        CHECK(lb.moldable >= lb.area - 1e-9);
-        CHECK(c.makespan <= m.makespan + 1e-9);  // never worse than v1
+        CHECK(c.makespan >= lb.moldable - kRelTol);
+        CHECK(lb.moldable >= lb.area - kRelTol);
+        CHECK(c.makespan <= m.makespan + kRelTol);  // never worse than v1
       }
     }
 }
@@ -102,29 +102,29 @@ TEST_CASE("dcp: bad batches and cost parameters are refused with the rule") {
   CHECK(dcp_groups(8)[2].second == std::vector<std::int64_t>{0, 4});
 }
 
-#include "dcp_execute.h"
+#include "dcp/dcp_execute.h"
 
 TEST_CASE("dcp: executing schedules matches dense attention per sequence, and per-token loss scaling is exact") {
   const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the seed's shape at 1/128 scale
   for (const char* which : {"megatron", "cplab"})
     for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
       const DcpSchedule s = std::string(which) == "megatron" ? schedule_megatron_v1(L, 8, 32, cost) : schedule_cplab(L, 8, 32, cost);
-      for (const char* mode : {"p2p", "allgather"}) {
+      for (Mode mode : {Mode::p2p, Mode::allgather}) {
         CAPTURE(which);
-        CAPTURE(mode);
-        const DcpExecution ex = execute_schedule(s, L, ModeSpec{mode}, 3);
+        CAPTURE(to_string(mode));
+        const DcpExecution ex = execute_schedule(s, L, mode, 3);
         CHECK(ex.tokens == 592);
         CHECK(ex.output_error <= 1e-10);
         CHECK(ex.gradient_error <= 1e-10);
         if (s.rounds.size() > 0 && s.ranks > 1) CHECK(ex.overcount_error > 0.1);  // summing group totals again is caught
       }
     }
-  CHECK_THROWS_WITH_AS(execute_schedule(schedule_cplab({100}, 8, 32, CostModel{}), {100}, ModeSpec{"p2p"}, 1),
+  CHECK_THROWS_WITH_AS(execute_schedule(schedule_cplab({100}, 8, 32, CostModel{}), {100}, Mode::p2p, 1),
                        doctest::Contains("not a multiple of 2 x ranks = 16"), Error);
 }
 
-#include "dcp_exact.h"
-#include "dcp_list.h"
+#include "dcp/dcp_exact.h"
+#include "dcp/dcp_list.h"
 
 TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never above the heuristics") {
   // the sharper bound (knapsack, dual feasible functions) is only worth reporting if it is valid:
@@ -145,17 +145,17 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
       // the rank-pattern LP, allowed to try T up to twice the optimum: it must stop below it
       const DcpBound lp = lower_bounds(L, 8, 4096, cost, 2 * opt);
       CAPTURE(b);
-      if (complete) CHECK(lb.moldable <= opt + 1e-9);
-      if (complete) CHECK(lp.moldable <= opt + 1e-9);
+      if (complete) CHECK(lb.moldable <= opt + kRelTol);
+      if (complete) CHECK(lp.moldable <= opt + kRelTol);
       CHECK(lp.moldable >= lb.moldable);
-      raised += lp.moldable > lb.moldable * (1 + 1e-9) ? 1 : 0;
+      raised += lp.moldable > lb.moldable * (1 + kRelTol) ? 1 : 0;
       CHECK(lb.area <= lb.moldable + 1e-12);
       if (!e.rounds.empty()) {
         CHECK(e.aligned);
         CHECK_NOTHROW(check(e, L, 4096));
-        improved += e.makespan < h.makespan - 1e-9 ? 1 : 0;
+        improved += e.makespan < h.makespan - kRelTol ? 1 : 0;
       }
-      CHECK(schedule_cplab(L, 8, 4096, cost).makespan <= opt + 1e-9);  // cplab runs the search itself
+      CHECK(schedule_cplab(L, 8, 4096, cost).makespan <= opt + kRelTol);  // cplab runs the search itself
     }
   }
   CHECK(complete_runs == 120);
@@ -163,7 +163,7 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
   CHECK(raised > 0);    // the LP test is exercised: it proves more than the other tests somewhere
 }
 
-#include "dcp_tree.h"
+#include "dcp/dcp_tree.h"
 
 TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinement never lengthens") {
   std::mt19937_64 rng(11);
@@ -185,16 +185,16 @@ TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinem
       for (const Placed& x : list)
         for (std::int64_t r = x.start; r < x.start + x.size; ++r) load[static_cast<size_t>(r)] += x.end - x.begin;
       CHECK(makespan_of(td) == doctest::Approx(*std::max_element(load.begin(), load.end())).epsilon(1e-12));
-      CHECK(makespan_of(td) <= makespan_of(list) + 1e-9);
+      CHECK(makespan_of(td) <= makespan_of(list) + kRelTol);
       const std::vector<Placed> r = refine_blocks(p, list, 200);
-      CHECK(makespan_of(r) <= makespan_of(td) + 1e-9);
-      shorter += makespan_of(r) < makespan_of(td) - 1e-9 ? 1 : 0;
+      CHECK(makespan_of(r) <= makespan_of(td) + kRelTol);
+      shorter += makespan_of(r) < makespan_of(td) - kRelTol ? 1 : 0;
       const DcpSchedule s = to_schedule(p, r);
       CHECK(s.aligned);
       CHECK_NOTHROW(check(s, L, 8192));
       CHECK(s.makespan == doctest::Approx(makespan_of(r)).epsilon(1e-12));
       // the LP bound, allowed to try T up to twice a schedule's makespan, stays below it
-      CHECK(lower_bounds(L, N, 8192, cost, 2 * s.makespan).moldable <= s.makespan + 1e-9);
+      CHECK(lower_bounds(L, N, 8192, cost, 2 * s.makespan).moldable <= s.makespan + kRelTol);
     }
   CHECK(shorter > 0);
 }

@@ -29,11 +29,11 @@ void check_against_naive(const Case& c) {
                   o, lse, dq, dk, dv);
   const AttnOut<double> f = dense_forward(q, k, v, c.mask, scale);
   const AttnGrads<double> g = dense_backward(q, k, v, f, dout, c.mask, scale);
-  CHECK(rel_err(f.o, o) <= 1e-13);
-  CHECK(rel_err(f.lse, lse) <= 1e-13);
-  CHECK(rel_err(g.dq, dq) <= 1e-12);
-  CHECK(rel_err(g.dk, dk) <= 1e-12);
-  CHECK(rel_err(g.dv, dv) <= 1e-12);
+  CHECK(rel_error(f.o, o) <= 1e-13);
+  CHECK(rel_error(f.lse, lse) <= 1e-13);
+  CHECK(rel_error(g.dq, dq) <= 1e-12);
+  CHECK(rel_error(g.dk, dk) <= 1e-12);
+  CHECK(rel_error(g.dv, dv) <= 1e-12);
   for (double x : g.dq.data) REQUIRE(std::isfinite(x));
   for (double x : g.dk.data) REQUIRE(std::isfinite(x));
 }
@@ -93,12 +93,12 @@ TEST_CASE("dense: float matches double to float precision") {
   const auto qf = cast<float>(q), kf = cast<float>(k), vf = cast<float>(v), df = cast<float>(dout);
   const AttnOut<float> ff = dense_forward(qf, kf, vf, Mask::causal(), 0.25f);
   const AttnGrads<float> gf = dense_backward(qf, kf, vf, ff, df, Mask::causal(), 0.25f);
-  CHECK(rel_err(ff.o, f.o) < 1e-5);
-  CHECK(rel_err(ff.lse, f.lse) < 1e-5);
-  CHECK(rel_err(gf.dq, g.dq) < 1e-4);
-  CHECK(rel_err(gf.dk, g.dk) < 1e-4);
-  CHECK(rel_err(gf.dv, g.dv) < 1e-4);
-  CHECK(rel_err(ff.o, f.o) > 0.0);  // it really ran in float
+  CHECK(rel_error(ff.o, f.o) < 1e-5);
+  CHECK(rel_error(ff.lse, f.lse) < 1e-5);
+  CHECK(rel_error(gf.dq, g.dq) < 1e-4);
+  CHECK(rel_error(gf.dk, g.dk) < 1e-4);
+  CHECK(rel_error(gf.dv, g.dv) < 1e-4);
+  CHECK(rel_error(ff.o, f.o) > 0.0);  // it really ran in float
 }
 
 TEST_CASE("dense: bad shapes are refused with the rule") {

@@ -8,8 +8,8 @@
 #include <random>
 #include <tuple>
 
-#include "dtype.h"
-#include "error.h"
+#include "core/dtype.h"
+#include "core/error.h"
 
 using namespace cplab;
 

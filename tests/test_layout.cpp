@@ -5,7 +5,7 @@
 #include <set>
 
 #include "helpers.h"
-#include "layout.h"
+#include "layout/layout.h"
 
 using namespace cplab;
 

@@ -4,7 +4,7 @@
 #include "helpers.h"
 #include <utility>
 
-#include "merge.h"
+#include "core/merge.h"
 
 using namespace cplab;
 using namespace cplab::test;
@@ -45,10 +45,10 @@ TEST_CASE("merge: attention over split keys, merged both ways, equals attention 
   Tensor3<double> o_f(sq, h, d);
   Rows<double> l_f(h, sq);
   fold.finish(o_f.view(), rows_view(l_f));
-  CHECK(rel_err(o_s, full.o) < 1e-14);
-  CHECK(rel_err(l_s, full.lse) < 1e-14);
-  CHECK(rel_err(o_f, full.o) < 1e-14);
-  CHECK(rel_err(l_f, full.lse) < 1e-14);
+  CHECK(rel_error(o_s, full.o) < 1e-14);
+  CHECK(rel_error(l_s, full.lse) < 1e-14);
+  CHECK(rel_error(o_f, full.o) < 1e-14);
+  CHECK(rel_error(l_f, full.lse) < 1e-14);
   CHECK(fold.partials() == 3);
 }
 

@@ -3,7 +3,7 @@
 // What it checks: the fragment maps are the PTX ones and cover every element once; and the three
 // products the kernels form from shared-memory tiles, Q K^T, P V (with the S accumulator reused as
 // P, FlashAttention-2's register trick) and dS K (dS stored transposed), come out right.
-// What it is not: a test of the instructions (that needs a GPU: cuda/test_attention.cpp).
+// What it is not: a test of the instructions (that needs a GPU: tests/cuda/test_attention.cpp).
 #include <doctest/doctest.h>
 
 #include <array>

@@ -1,4 +1,4 @@
-// test_npy.cpp: doctest cases for the .npy reader/writer in reference/npy.h.
+// test_npy.cpp: doctest cases for the .npy reader/writer in reference/run/npy.h.
 //
 // What it is: round trips (f4/f8, 0-d to 3-d), the 64-byte header alignment, version 2.0/3.0 and
 // hand-written header variants, and one test per malformed-file rule, each checking the exact
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "npy.h"
+#include "run/npy.h"
 
 namespace {
 

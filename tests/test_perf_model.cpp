@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "error.h"
-#include "planner.h"
-#include "trace_plan.h"
+#include "core/error.h"
+#include "plan/planner.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 
@@ -22,18 +22,17 @@ PerfAssumptions compute_only(double tflops) {
   return a;
 }
 
-RunSpec spec(const std::string& mode, Layout layout, index_t cp, index_t seq, index_t h, index_t hk, bool causal) {
-  RunSpec s;
-  s.mode = mode;
-  s.layout = layout;
-  s.cp = cp;
-  s.seq = seq;
-  s.heads = h;
-  s.kv_heads = hk;
-  s.head_dim = 128;
-  s.causal = causal;
-  s.dtype = "float";
-  return s;
+RunSpec spec(Mode mode, Layout layout, index_t cp, index_t seq, index_t h, index_t hk, bool causal) {
+  CpFields f;
+  f.mode = mode;
+  f.layout = layout;
+  f.cp = cp;
+  f.seq = seq;
+  f.heads = h;
+  f.kv_heads = hk;
+  f.head_dim = 128;
+  f.causal = causal;
+  return RunSpec{CpSpec(f), false, "float"};
 }
 
 }  // namespace
@@ -41,7 +40,7 @@ RunSpec spec(const std::string& mode, Layout layout, index_t cp, index_t seq, in
 TEST_CASE("perf model: the naive causal ring's efficiency is the closed form N/(2N-1) (plus the diagonal)") {
   for (index_t N : {2, 4, 8}) {
     const index_t c = 1024;
-    const RunSpec s = spec("p2p", Layout::contiguous, N, N * c, 8, 8, true);
+    const RunSpec s = spec(Mode::p2p, Layout::contiguous, N, N * c, 8, 8, true);
     const PerfPrediction p = predict(plan_trace(s), s, compute_only(400));
     const double diag = c * (c + 1) / 2.0, full = double(c) * c;
     const double exact = (N * diag + N * (N - 1) / 2.0 * full) / (N * (diag + (N - 1) * full));  // useful / (N x slowest)
@@ -51,7 +50,7 @@ TEST_CASE("perf model: the naive causal ring's efficiency is the closed form N/(
     CHECK(p.exposed_comm_us < 1e-6);
   }
   // zigzag balances it: every rank does the same work at every step
-  const RunSpec z = spec("p2p", Layout::zigzag, 8, 8 * 1024, 8, 8, true);
+  const RunSpec z = spec(Mode::p2p, Layout::zigzag, 8, 8 * 1024, 8, 8, true);
   CHECK(predict(plan_trace(z), z, compute_only(400)).efficiency_fwd > 0.995);
 }
 
@@ -62,7 +61,7 @@ TEST_CASE("perf model: the ring hides its KV transfer exactly when c >= F / (g B
   // c* = e F / (g B) for the zigzag's half-block steps: 2 * 350e12 / (4 * 46e9) = 3804 tokens
   const double cstar = 2 * 350e12 / (4 * 46e9);
   for (index_t c : {2048, 8192}) {
-    const RunSpec s = spec("p2p", Layout::zigzag, 4, 4 * c, 32, 8, true);
+    const RunSpec s = spec(Mode::p2p, Layout::zigzag, 4, 4 * c, 32, 8, true);
     const Trace t = plan_trace(s);
     const PerfPrediction p = predict(t, s, a);
     CAPTURE(c);
@@ -81,7 +80,7 @@ TEST_CASE("perf model: all-gather's exposed share is (N-1) kappa F / (g s B) (no
   PerfAssumptions a = compute_only(400);
   a.gpus_per_node = 1;
   a.inter.allgather_GBps = 46;
-  const RunSpec s = spec("allgather", Layout::zigzag, 16, 131072, 16, 1, false);
+  const RunSpec s = spec(Mode::allgather, Layout::zigzag, 16, 131072, 16, 1, false);
   const PerfPrediction p = predict(plan_trace(s), s, a);
   const double compute = p.fwd_us - p.exposed_comm_us;
   const double formula = 15.0 * 1 * 400e12 / (16 * 131072.0 * 46e9);
@@ -97,7 +96,7 @@ TEST_CASE("perf model: against ring-flash-attention's table (8 x H800, 8K tokens
   a.gpu = gpu_preset("h800");
   a.intra = link_preset("h800-nvlink");
   for (Layout l : {Layout::contiguous, Layout::zigzag}) {
-    RunSpec s = spec("p2p", l, 8, 65536, 32, 8, true);
+    RunSpec s = spec(Mode::p2p, l, 8, 65536, 32, 8, true);
     s.backward = true;
     const PerfPrediction p = predict(plan_trace(s), s, a);
     if (l == Layout::contiguous) {
@@ -115,7 +114,7 @@ TEST_CASE("planner: candidates, the rules that forbid some, and presets by name"
   const std::vector<PlanOption> o = plan_options(PlanProblem{4096, 6, 2, 64, 4, true, true}, a);
   bool a2a_refused = false;
   for (const PlanOption& x : o)
-    if (x.spec.mode == "a2a") {
+    if (x.cp.mode == Mode::a2a) {
       a2a_refused = !x.valid;
       CHECK(x.why_not.find("heads") != std::string::npos);
     }

@@ -6,30 +6,42 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "experiment.h"
-#include "flops.h"
+#include "run/experiment.h"
+#include "core/flops.h"
 #include "helpers.h"
 #include "run_checks.h"
-#include "ring_p2p.h"
-#include "ring_schedule.h"
+#include "modes/ring_p2p.h"
+#include "modes/ring_schedule.h"
 
 using namespace cplab;
 
 namespace {
 
+CpFields ring_fields(Layout L, bool causal, index_t P, index_t h, index_t hk, MergeKind m) {
+  CpFields f;
+  f.layout = L;
+  f.causal = causal;
+  f.cp = P;
+  f.seq = 2 * P * 5;  // zigzag chunks of 5 tokens: odd, so half-chunk bugs show
+  f.heads = h;
+  f.kv_heads = hk;
+  f.head_dim = 8;
+  f.v_head_dim = 6;
+  f.merge = m;
+  return f;
+}
+
 RunSpec spec(Layout L, bool causal, index_t P, index_t h, index_t hk, MergeKind m) {
-  RunSpec s;
-  s.layout = L;
-  s.causal = causal;
-  s.cp = P;
-  s.seq = 2 * P * 5;  // zigzag chunks of 5 tokens: odd, so half-chunk bugs show
-  s.heads = h;
-  s.kv_heads = hk;
-  s.head_dim = 8;
-  s.v_head_dim = 6;
-  s.backward = true;
-  s.merge = m;
+  RunSpec s{CpSpec(ring_fields(L, causal, P, h, hk, m)), true};
   s.seed = static_cast<std::uint64_t>(P * 100 + h * 10 + hk);
+  return s;
+}
+
+// s with another layout (the spec is rebuilt, and validated again)
+RunSpec with_layout(RunSpec s, Layout L) {
+  CpFields f = s.cp.fields();
+  f.layout = L;
+  s.cp = CpSpec(f);
   return s;
 }
 
@@ -60,7 +72,7 @@ TEST_CASE("ring: float runs stay within float tolerance of the double oracle") {
   const RunReport r = run_experiment(s, make_inputs(s));
   CHECK(r.max_error() < 1e-5);
   CHECK(r.max_error() > 0.0);
-  CHECK(r.bytes_sent[0] == (4 - 1) * (s.seq / 4) * 2 * (8 + 6) * 4 * 3);  // float: 4-byte elements
+  CHECK(r.bytes_sent[0] == (4 - 1) * (s.cp.S() / 4) * 2 * (8 + 6) * 4 * 3);  // float: 4-byte elements
 }
 
 TEST_CASE("ring: every tile of the schedule is exactly the global causal mask, and together they cover it once") {
@@ -105,8 +117,8 @@ TEST_CASE("ring: messages and bytes per rank equal their closed forms") {
       for (auto [h, hk] : {std::pair<index_t, index_t>{4, 4}, {4, 1}}) {
         const RunSpec s = spec(L, true, P, h, hk, MergeKind::streaming);
         const RunReport r = run_experiment(s, make_inputs(s));
-        const std::int64_t n = s.seq / P;
-        const std::int64_t kv_bytes = n * hk * (s.head_dim + s.dv()) * 8;  // GQA: only the hk KV heads travel
+        const std::int64_t n = s.cp.n();
+        const std::int64_t kv_bytes = n * hk * (s.cp.d() + s.cp.dv()) * 8;  // GQA: only the hk KV heads travel
         const Phase f = Phase::fwd, b = Phase::bwd;
         const auto mf = r.trace.messages_sent_per_rank(&f), mb = r.trace.messages_sent_per_rank(&b);
         const auto bf = r.trace.bytes_sent_per_rank(&f), bb = r.trace.bytes_sent_per_rank(&b);
@@ -127,15 +139,15 @@ TEST_CASE("ring: zigzag causal work is equal on all ranks, contiguous shows its 
     for (auto f : r.flops) CHECK(f == r.flops[0]);
     CHECK(r.work_ratio == 1.0);
 
-    s.layout = Layout::contiguous;
+    s = with_layout(s, Layout::contiguous);
     r = run_experiment(s, make_inputs(s));
-    const double n = static_cast<double>(s.seq / P);
+    const double n = static_cast<double>(s.cp.n());
     // rank 0: its causal diagonal; rank P-1: P-1 full blocks plus the diagonal
     const double expect = ((P - 1) * n * n + n * (n + 1) / 2) / (n * (n + 1) / 2);
     CHECK(r.work_ratio == doctest::Approx(expect).epsilon(1e-12));
     for (index_t k = 1; k < P; ++k) CHECK(r.flops[k] > r.flops[k - 1]);
 
-    s.layout = Layout::striped;  // rank P-1 sees P(n+1)n/2 pairs, rank 0 (n+1)n/2 + (P-1)(n-1)n/2
+    s = with_layout(s, Layout::striped);  // rank P-1 sees P(n+1)n/2 pairs, rank 0 (n+1)n/2 + (P-1)(n-1)n/2
     r = run_experiment(s, make_inputs(s));
     CHECK(r.work_ratio == doctest::Approx(P * (n + 1) / ((n + 1) + (P - 1) * (n - 1))).epsilon(1e-12));
   }
@@ -171,35 +183,28 @@ TEST_CASE("ring: the trace records every tile with its section, and its sums are
 }
 
 TEST_CASE("experiment: bad specs are refused with the rule") {
+  auto spec_of = [](auto edit) {
+    CpFields f;
+    f.seq = 4096;
+    edit(f);
+    return CpSpec(f);
+  };
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.seq = 1000, f.cp = 8; }),
+                       "seq 1000 is not a multiple of 2*cp = 16 (zigzag splits the sequence into 2*cp equal chunks)", Error);
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.kv_heads = 3; }),
+                       "kv-heads 3 does not divide heads 8 (GQA/MQA needs heads = kv-heads * group size)", Error);
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.head_dim = 0; }), "head-dim 0 must be >= 1", Error);
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.cp = 0; }), "cp 0 must be >= 1", Error);
+  CHECK_THROWS_WITH_AS(parse_mode("ring"), "mode 'ring' is not one of: p2p, allgather, a2a, a2a+p2p", Error);
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.cp = 512, f.seq = 1024; }),
+                       "cp 512 is more than the 256 ranks the CPU reference simulates (a ring computes cp*cp tiles)", Error);
+  CHECK_THROWS_WITH_AS(spec_of([](CpFields& f) { f.seq = 0; }), "seq 0 must be >= 1", Error);
   RunSpec s;
-  s.seq = 1000;
-  s.cp = 8;
-  CHECK_THROWS_WITH_AS(validate(s), "seq 1000 is not a multiple of 2*cp = 16 (zigzag splits the sequence into 2*cp equal chunks)", Error);
-  s = RunSpec{};
-  s.kv_heads = 3;
-  CHECK_THROWS_WITH_AS(validate(s), "kv-heads 3 does not divide heads 8 (GQA/MQA needs heads = kv-heads * group size)", Error);
-  s = RunSpec{};
-  s.head_dim = 0;
-  CHECK_THROWS_WITH_AS(validate(s), "head-dim 0 must be >= 1", Error);
-  s = RunSpec{};
-  s.cp = 0;
-  CHECK_THROWS_WITH_AS(validate(s), "cp 0 must be >= 1", Error);
-  s = RunSpec{};
-  s.mode = "ring";
-  CHECK_THROWS_WITH_AS(validate(s), "mode 'ring' is not one of: p2p, allgather, a2a, a2a+p2p", Error);
-  s = RunSpec{};
   s.dtype = "half";
   CHECK_THROWS_WITH_AS(validate(s), "dtype 'half' is not one of: float, double", Error);
-  s = RunSpec{};
-  s.seq = 1 << 30;
-  s.cp = 1;
+  s = RunSpec{spec_of([](CpFields& f) { f.seq = 1 << 30, f.cp = 1; })};
   CHECK_THROWS_WITH_AS(validate(s), doctest::Contains("GiB in the CPU reference"), Error);
-  s = RunSpec{};
-  s.cp = 512;
-  s.seq = 1024;
-  CHECK_THROWS_WITH_AS(validate(s), "cp 512 is more than the 256 ranks the CPU reference simulates (a ring computes cp*cp tiles)", Error);
-  s = RunSpec{};
-  s.seq = 1 << 17;
+  s = RunSpec{spec_of([](CpFields& f) { f.seq = 1 << 17; })};
   CHECK_THROWS_WITH_AS(validate(s), doctest::Contains("pass --allow-long to run it anyway"), Error);
   s.allow_long = true;
   CHECK_NOTHROW(validate(s));

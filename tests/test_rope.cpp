@@ -5,10 +5,10 @@
 #include <random>
 #include <vector>
 
-#include "error.h"
-#include "layout.h"
-#include "rope.h"
-#include "thd.h"
+#include "core/error.h"
+#include "layout/layout.h"
+#include "layout/rope.h"
+#include "layout/thd.h"
 
 using namespace cplab;
 

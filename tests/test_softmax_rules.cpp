@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "helpers.h"
-#include "mask_rule.h"
-#include "softmax_rules.h"
+#include "core/mask_rule.h"
+#include "core/softmax_rules.h"
 
 using namespace cplab;
 using namespace cplab::test;
@@ -99,17 +99,17 @@ TEST_CASE("softmax rules: blockwise online softmax and backward equal dense atte
       const AttnOut<double> ref = dense_forward(q, k, v, mask, scale);
       const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, scale);
       const BlockwiseOut<double> x = blockwise<double>(q, k, v, dout, mask.rule(), scale, bc);
-      CHECK(rel_err(x.o, ref.o) < 1e-13);
-      CHECK(rel_err(x.lse, ref.lse) < 1e-13);  // -inf must match -inf (the empty row)
-      CHECK(rel_err(x.dq, g.dq) < 1e-12);
-      CHECK(rel_err(x.dk, g.dk) < 1e-12);
-      CHECK(rel_err(x.dv, g.dv) < 1e-12);
+      CHECK(rel_error(x.o, ref.o) < 1e-13);
+      CHECK(rel_error(x.lse, ref.lse) < 1e-13);  // -inf must match -inf (the empty row)
+      CHECK(rel_error(x.dq, g.dq) < 1e-12);
+      CHECK(rel_error(x.dk, g.dk) < 1e-12);
+      CHECK(rel_error(x.dv, g.dv) < 1e-12);
       const BlockwiseOut<float> f = blockwise<float>(q, k, v, dout, mask.rule(), scale, bc);  // fp32 accumulation
-      CHECK(rel_err(f.o, ref.o) < 1e-5);
-      CHECK(rel_err(f.lse, ref.lse) < 1e-5);
-      CHECK(rel_err(f.dq, g.dq) < 1e-4);
-      CHECK(rel_err(f.dk, g.dk) < 1e-4);
-      CHECK(rel_err(f.dv, g.dv) < 1e-4);
+      CHECK(rel_error(f.o, ref.o) < 1e-5);
+      CHECK(rel_error(f.lse, ref.lse) < 1e-5);
+      CHECK(rel_error(f.dq, g.dq) < 1e-4);
+      CHECK(rel_error(f.dk, g.dk) < 1e-4);
+      CHECK(rel_error(f.dv, g.dv) < 1e-4);
     }
 }
 

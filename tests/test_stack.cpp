@@ -4,7 +4,8 @@
 
 #include <random>
 
-#include "layer_stack.h"
+#include "core/rel_error.h"
+#include "modes/layer_stack.h"
 
 using namespace cplab;
 
@@ -13,7 +14,7 @@ namespace {
 double rel(const Mat<double>& a, const Mat<double>& b) {
   REQUIRE(a.rows() == b.rows());
   REQUIRE(a.cols() == b.cols());
-  return (a - b).cwiseAbs().maxCoeff() / b.cwiseAbs().maxCoeff();
+  return rel_error(a.data(), b.data(), static_cast<size_t>(a.size()));  // core/rel_error.h
 }
 
 void check_stack(const StackSpec& s, Layout layout, index_t cp, index_t seq) {
@@ -44,7 +45,7 @@ void check_stack(const StackSpec& s, Layout layout, index_t cp, index_t seq) {
 
 TEST_CASE("stack: p2p p2p a2a a2a+p2p (Megatron's per-layer cp_comm_type) equals the dense stack, with RoPE") {
   StackSpec s;
-  s.modes = {{"p2p"}, {"p2p"}, {"a2a"}, {"a2a+p2p", 2, 2}};
+  s.modes = {{Mode::p2p}, {Mode::p2p}, {Mode::a2a}, {Mode::a2a_p2p, 2, 2}};
   s.hidden = 12;
   s.heads = 4;
   s.kv_heads = 4;
@@ -56,7 +57,7 @@ TEST_CASE("stack: p2p p2p a2a a2a+p2p (Megatron's per-layer cp_comm_type) equals
 
 TEST_CASE("stack: allgather, p2p and a2a layers over striped and contiguous layouts, GQA") {
   StackSpec s;
-  s.modes = {{"allgather"}, {"p2p"}, {"a2a"}};
+  s.modes = {{Mode::allgather}, {Mode::p2p}, {Mode::a2a}};
   s.hidden = 10;
   s.heads = 4;
   s.kv_heads = 2;

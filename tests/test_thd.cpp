@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "error.h"
-#include "thd.h"
+#include "core/error.h"
+#include "layout/thd.h"
 
 using namespace cplab;
 

@@ -1,12 +1,18 @@
 // test_viz.cpp: the scene logic of cplab-viz (viz/scene), checked against the reference without a
-// display: which tokens, tiles, arrows, cells and rectangles each view shows for a configuration.
+// display: which tokens, tiles, arrows, cells and rectangles each view shows for a configuration,
+// and that the run model holds the CpSpec built from the parameters (modes/cp_spec.h).
+// What it is not: a test of the app's window or PNGs (tests/viz_render_check.sh renders those).
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include "dcp_cost.h"
-#include "error.h"
-#include "ring_schedule.h"
+#include "dcp/dcp_cost.h"
+#include "core/error.h"
+#include "modes/ring_schedule.h"
+#include "plan/trace_plan.h"
 #include "views.h"
 
 using namespace cplab;
@@ -14,13 +20,13 @@ using namespace cplab::viz;
 
 namespace {
 
-VizParams run_params(const std::string& mode, Layout layout, index_t cp, index_t seq, bool causal = true) {
+VizParams run_params(Mode mode, Layout layout, index_t cp, index_t seq, bool causal = true) {
   VizParams p;
-  p.run.mode = mode;
-  p.run.layout = layout;
-  p.run.cp = cp;
-  p.run.seq = seq;
-  p.run.causal = causal;
+  p.cp.mode = mode;
+  p.cp.layout = layout;
+  p.cp.cp = cp;
+  p.cp.seq = seq;
+  p.cp.causal = causal;
   return p;
 }
 
@@ -34,19 +40,19 @@ int step_index(const RunModel& m, Phase ph, int step) {
 
 TEST_CASE("viz ownership: every zoomed token shows its owner and local index; strips are single-rank where the layout is") {
   for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
-    const RunModel m = RunModel::build(run_params("p2p", l, 4, 32));
+    const RunModel m = RunModel::build(run_params(Mode::p2p, l, 4, 32));
     const Scene s = ownership_view(m, ViewState{}, 1000, 500);
     const auto tokens = s.find("token");
     REQUIRE(tokens.size() == 32);  // 32 tokens fit the zoom strip
     for (const Prim* t : tokens) {
-      const RankLocal o = m.part.owner(t->id);
+      const RankLocal o = m.cp().partition().owner(t->id);
       CHECK(t->rank == o.rank);
       CHECK(t->info == "local " + std::to_string(o.local));
     }
   }
   // 1M tokens on 64 ranks over 1000 pixels: contiguous strips are single-rank runs whose end
   // tokens belong to their rank; striped is one mixed run (every pixel holds every rank)
-  const RunModel big = RunModel::build(run_params("p2p", Layout::zigzag, 64, 1 << 20));
+  const RunModel big = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 64, 1 << 20));
   const Scene s = ownership_view(big, ViewState{}, 1150, 500);
   std::map<std::string, std::vector<const Prim*>> by_layout;
   for (const Prim* p : s.find("strip")) by_layout[p->info].push_back(p);
@@ -80,7 +86,7 @@ TEST_CASE("viz ownership: every zoomed token shows its owner and local index; st
 TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
   for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
     const index_t P = 4, S = 32, n = S / P;
-    const RunModel m = RunModel::build(run_params("p2p", l, P, S));
+    const RunModel m = RunModel::build(run_params(Mode::p2p, l, P, S));
     for (int i = 0; i < P; ++i) {
       ViewState v;
       v.step = step_index(m, Phase::fwd, i);
@@ -107,8 +113,8 @@ TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
     }
   }
   // all-to-all step of Ulysses: the transpose panel, before and after in every rank's colour
-  VizParams up = run_params("a2a", Layout::zigzag, 4, 32);
-  up.run.kv_heads = 4;
+  VizParams up = run_params(Mode::a2a, Layout::zigzag, 4, 32);
+  up.cp.kv_heads = 4;
   const RunModel u = RunModel::build(up);
   ViewState v;
   v.step = step_index(u, Phase::fwd, 0);
@@ -130,7 +136,7 @@ TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
 TEST_CASE("viz masks: one cell per forward tile with the reference's section; contiguous skips above the diagonal") {
   const index_t P = 4, S = 32;
   for (Layout l : {Layout::contiguous, Layout::zigzag}) {
-    const RunModel m = RunModel::build(run_params("p2p", l, P, S));
+    const RunModel m = RunModel::build(run_params(Mode::p2p, l, P, S));
     const Scene s = masks_view(m, ViewState{}, 1500, 600);
     const auto cells = s.find("kind_tile");
     REQUIRE(cells.size() == static_cast<size_t>(P * P));
@@ -169,7 +175,7 @@ TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's 
 }
 
 TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes; planned traces are modelled") {
-  const RunModel m = RunModel::build(run_params("p2p", Layout::zigzag, 4, 32));
+  const RunModel m = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));
   CHECK(m.modelled_time);
   const Scene s = timeline_view(m, ViewState{}, 1200, 600);
   std::map<int, int> per_rank;
@@ -182,11 +188,63 @@ TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes;
 }
 
 TEST_CASE("viz models name the rule a bad configuration breaks") {
-  CHECK_THROWS_WITH_AS(RunModel::build(run_params("p2p", Layout::zigzag, 8, 1000)), doctest::Contains("multiple of 2*cp = 16"), Error);
+  CHECK_THROWS_WITH_AS(RunModel::build(run_params(Mode::p2p, Layout::zigzag, 8, 1000)),
+                       doctest::Contains("multiple of 2*cp = 16"), Error);
   VizParams p;
   p.ranks = 6;
   CHECK_THROWS_AS(SchedModel::build(p), Error);
   p = VizParams{};
   p.trace_file = "/nonexistent/trace.json";
   CHECK_THROWS_WITH_AS(RunModel::build(p), doctest::Contains("cannot open"), Error);
+}
+
+TEST_CASE("viz run model: holds the CpSpec built from the parameters, packed total and partition included") {
+  VizParams p = run_params(Mode::p2p, Layout::zigzag, 2, 32);
+  p.cp.cu_seqlens = {0, 12, 36, 42};
+  p.cp.pad = true;  // sequences of 12, 24, 6 padded to multiples of 2*cp = 4: 12, 24, 8
+  const RunModel m = RunModel::build(p);
+  REQUIRE_FALSE(m.from_file());
+  const CpSpec& c = m.cp();
+  CHECK(c.S() == 44);  // --seq is the unpacked length: packed runs take their total
+  CHECK(c.packed());
+  CHECK(c.partition().seq() == 44);
+  CHECK(c.packing().num_seqs() == 3);
+  CHECK(c.fields().cu_seqlens == p.cp.cu_seqlens);
+  CHECK(m.spec->backward);
+  REQUIRE(m.layouts.size() == 1);  // packed: only the run's layout is drawn, from the spec's partition
+  for (index_t r = 0; r < 2; ++r) CHECK(m.layouts[0].spans[static_cast<size_t>(r)] == c.partition().spans(r));
+  const Scene s = ownership_view(m, ViewState{}, 1000, 500);
+  CHECK(s.find("sequence").size() == 3);
+  CHECK(s.find("padding").size() == 1);
+}
+
+TEST_CASE("viz a2a+p2p: the mode enum drives the hierarchical grid, and a refused spec names its rule") {
+  VizParams p = run_params(Mode::a2a_p2p, Layout::zigzag, 8, 64);
+  CHECK_THROWS_WITH_AS(RunModel::build(p), doctest::Contains("a2a+p2p needs --hcp"), Error);
+  p.cp.icp = 2, p.cp.ocp = 4;
+  const RunModel m = RunModel::build(p);
+  CHECK(m.cp().mode() == Mode::a2a_p2p);
+  std::set<int> ranks;
+  for (const Prim* q : ownership_view(m, ViewState{}, 1000, 600).find("hcp_rank")) ranks.insert(q->rank);
+  CHECK(ranks.size() == 8);
+  // the same layout for p2p draws no grid
+  CHECK(ownership_view(RunModel::build(run_params(Mode::p2p, Layout::zigzag, 8, 64)), ViewState{}, 1000, 600)
+            .find("hcp_rank")
+            .empty());
+}
+
+TEST_CASE("viz trace file: the model has the file's trace and no spec") {
+  const RunModel planned = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));
+  const auto path = std::filesystem::temp_directory_path() / "cplab_test_viz_trace.json";
+  std::ofstream(path) << planned.trace.to_json().dump();
+  VizParams p = run_params(Mode::p2p, Layout::zigzag, 3, 1000);  // a spec that would be refused: unused
+  p.trace_file = path.string();
+  const RunModel m = RunModel::build(p);
+  std::filesystem::remove(path);
+  CHECK(m.from_file());
+  CHECK_FALSE(m.spec.has_value());
+  CHECK(m.trace.events().size() == planned.trace.events().size());
+  CHECK(m.steps == planned.steps);
+  CHECK(ownership_view(m, ViewState{}, 1000, 500).title.find("needs a run's parameters") != std::string::npos);
+  CHECK(timeline_view(m, ViewState{}, 1200, 600).find("compute").size() == planned.trace.cp() * 8u);
 }

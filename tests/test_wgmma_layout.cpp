@@ -6,7 +6,7 @@
 // accumulator map covers a 64 x N tile once; and that the two products the kernel forms, S = Q K^T
 // for each of two warpgroups and O = P V with P taken from S's registers, come out right.
 // What it is not: a test of the instructions or of TMA itself (that needs an sm_90 GPU:
-// cuda/test_attention.cpp runs kernel v3 there).
+// tests/cuda/test_attention.cpp runs kernel v3 there).
 #include <doctest/doctest.h>
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "error.h"
+#include "core/error.h"
 
 namespace cplab::cuda {
 
@@ -91,13 +91,13 @@ void GpuA2a::exchange(const void* send, void* recv, Comm& comm, cudaStream_t st)
 }
 
 A2aSet::A2aSet(const A2aPlan& plan, std::int64_t me, const GpuCpSpec& s)
-    : q(plan, me, s.h(), s.d(), dtype_size(s.dtype)),
-      k(plan, me, s.hk(), s.d(), dtype_size(s.dtype)),
-      v(plan, me, s.hk(), s.dv(), dtype_size(s.dtype)),
-      o(plan, me, s.h(), s.dv(), dtype_size(s.dtype)),
-      dq(plan, me, s.h(), s.d(), sizeof(float)),
-      dk(plan, me, s.hk(), s.d(), sizeof(float)),
-      dv(plan, me, s.hk(), s.dv(), sizeof(float)) {
+    : q(plan, me, s.cp.h(), s.cp.d(), dtype_size(s.dtype)),
+      k(plan, me, s.cp.hk(), s.cp.d(), dtype_size(s.dtype)),
+      v(plan, me, s.cp.hk(), s.cp.dv(), dtype_size(s.dtype)),
+      o(plan, me, s.cp.h(), s.cp.dv(), dtype_size(s.dtype)),
+      dq(plan, me, s.cp.h(), s.cp.d(), sizeof(float)),
+      dk(plan, me, s.cp.hk(), s.cp.d(), sizeof(float)),
+      dv(plan, me, s.cp.hk(), s.cp.dv(), sizeof(float)) {
   std::size_t ws = 0;
   for (const GpuA2a* a : {&q, &k, &v, &o, &dq, &dk, &dv}) ws = std::max(ws, a->bytes());
   send = DeviceBuffer<std::byte>(ws);

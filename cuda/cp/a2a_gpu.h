@@ -22,7 +22,7 @@
 #include "comm.h"
 #include "cp_spec.h"
 #include "row_moves.h"
-#include "ulysses_a2a.h"
+#include "modes/ulysses_a2a.h"
 
 namespace cplab::cuda {
 

@@ -3,13 +3,12 @@
 
 #include <cmath>
 
-#include "error.h"
+#include "core/error.h"
+#include "core/util.h"
 
 namespace cplab::cuda {
 
 namespace {
-
-std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
 
 // columns [c0, c0 + m) of every row of y (h, n) <- x (h, m), fp32
 void put_cols(float* y, const float* x, std::int64_t h, std::int64_t n, std::int64_t c0, std::int64_t m, cudaStream_t st) {
@@ -24,11 +23,13 @@ void get_cols(float* y, const float* x, std::int64_t h, std::int64_t n, std::int
 
 // step 0 of both passes: gather every rank's K|V and put it in sequence order
 void gather_kv(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ranks) {
-  const std::size_t kv_bytes = sz(s.n() * s.hk() * (s.d() + s.dv())) * dtype_size(s.dtype);
+  const CpSpec& c = s.cp;
+  const std::size_t kv_bytes = sz(c.n() * c.hk() * (c.d() + c.dv())) * dtype_size(s.dtype);
   for (GpuAgRank* x : ranks) x->comm->all_gather(x->kv.data(), x->gathered.data(), kv_bytes, {}, x->stream.get());
   for (GpuAgRank* x : ranks) {
     x->k_order.run(x->kv_seq.data(), x->gathered.data(), x->stream.get());
-    x->v_order.run(x->kv_seq.data() + sz(s.S() * s.hk() * s.d()) * dtype_size(s.dtype), x->gathered.data(), x->stream.get());
+    x->v_order.run(x->kv_seq.data() + sz(c.S() * c.hk() * c.d()) * dtype_size(s.dtype), x->gathered.data(),
+                   x->stream.get());
   }
 }
 
@@ -53,9 +54,10 @@ AgRowLists allgather_row_lists(const Partition& part, std::int64_t hk, std::int6
   return L;
 }
 
-GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : RankIO(s), comm(&c), r(c.rank()) {
-  require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
-  const std::int64_t P = s.P(), S = s.S(), n = s.n(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
+GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& cm) : RankIO(s), comm(&cm), r(cm.rank()) {
+  const CpSpec& c = s.cp;
+  require(cm.size() == c.P(), "the communicator has " + num(cm.size()) + " ranks, the spec cp = " + num(c.P()));
+  const std::int64_t P = c.P(), S = c.S(), n = c.n(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();
   const std::size_t e = dtype_size(s.dtype);
   const std::int64_t kvw = hk * (d + dv);  // K|V elements per token
   for (DeviceBuffer<float>* b : {&lse, &lse_t, &delta, &delta_t}) *b = DeviceBuffer<float>(sz(h * n));
@@ -64,19 +66,21 @@ GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& c) : RankIO(s), comm(&c), r(c.ran
   dkv_seq = DeviceBuffer<float>(sz(S * kvw));
   dkv_send = DeviceBuffer<float>(sz(S * kvw));
   dkv_recv = DeviceBuffer<float>(sz(S * kvw));
-  const AgRowLists L = allgather_row_lists(s.partition(), hk, d, dv, e);
+  const AgRowLists L = allgather_row_lists(c.partition(), hk, d, dv, e);
   k_order = RowMoves(L.k_order);
   v_order = RowMoves(L.v_order);
   dk_split = RowMoves(L.dk_split);
   dv_split = RowMoves(L.dv_split);
-  tiles = allgather_tiles(s.partition(), s.tokens(), s.packed(), s.run.causal, r);
+  tiles = allgather_tiles(c.partition(), c.packing(), c.packed(), c.causal(), r);
   for (const AgTile& t : tiles) masks.emplace_back(t.mask, t.nq);
 }
 
 void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("all-gather forward");
-  const std::int64_t n = s.n(), S = s.S(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
+  const CpSpec& c = s.cp;
+  const std::int64_t n = c.n(), S = c.S(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();
+  const float scale = s.kernel_scale();
   const std::size_t e = dtype_size(s.dtype);
   if (does_comm(work)) {
     const Nvtx step("all-gather forward step 0: gather K, V");
@@ -99,7 +103,7 @@ void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ra
       } else {
         attention_forward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, h, hk, d, dv}, x->q.data() + sz(t.q0 * h * d) * e,
                           x->kv_seq.data() + sz(t.k0 * hk * d) * e, x->kv_seq.data() + sz(S * hk * d + t.k0 * hk * dv) * e,
-                          x->masks[ti].rule(), s.scale(), x->o.data() + sz(t.q0 * h * dv) * e, lse, st);
+                          x->masks[ti].rule(), scale, x->o.data() + sz(t.q0 * h * dv) * e, lse, st);
       }
       if (!whole) put_cols(x->lse.data(), lse, h, n, t.q0, t.nq, st);
     }
@@ -110,7 +114,9 @@ void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ra
 void gpu_allgather_backward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("all-gather backward");
-  const std::int64_t P = s.P(), n = s.n(), S = s.S(), h = s.h(), hk = s.hk(), d = s.d(), dv = s.dv();
+  const CpSpec& c = s.cp;
+  const std::int64_t P = c.P(), n = c.n(), S = c.S(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();
+  const float scale = s.kernel_scale();
   const std::int64_t kvw = hk * (d + dv);
   const std::size_t e = dtype_size(s.dtype);
   if (does_comm(work)) {
@@ -137,7 +143,7 @@ void gpu_allgather_backward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& r
         attention_backward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, h, hk, d, dv}, x->q.data() + sz(t.q0 * h * d) * e,
                            x->kv_seq.data() + sz(t.k0 * hk * d) * e, x->kv_seq.data() + sz(S * hk * d + t.k0 * hk * dv) * e,
                            x->dout.data() + sz(t.q0 * h * dv) * e, whole ? x->lse.data() : x->lse_t.data(),
-                           whole ? x->delta.data() : x->delta_t.data(), x->masks[ti].rule(), s.scale(),
+                           whole ? x->delta.data() : x->delta_t.data(), x->masks[ti].rule(), scale,
                            x->dq.data() + sz(t.q0 * h * d), x->dkv_seq.data() + sz(t.k0 * hk * d),
                            x->dkv_seq.data() + sz(S * hk * d + t.k0 * hk * dv), st);
       }

@@ -1,6 +1,6 @@
 // allgather_gpu.h: all-gather KV context parallelism on GPU ranks, forward and backward.
 //
-// What it is: the GPU twin of reference/allgather_kv.h, with the reference's own tile table
+// What it is: the GPU twin of reference/modes/allgather_kv.h, with the reference's own tile table
 // (allgather_tiles: under zigzag one tile per local chunk, each against the key range its queries
 // can see; packed sequences use token masks as per-row key ranges):
 //   forward   step 0: all-gather every rank's K|V block (Comm::all_gather), reorder it into
@@ -16,9 +16,12 @@
 
 #include <vector>
 
-#include "allgather_kv.h"
+#include "comm.h"
 #include "cp_spec.h"
+#include "cp_work.h"
+#include "modes/allgather_kv.h"
 #include "row_moves.h"
+#include "stream.h"
 
 namespace cplab::cuda {
 

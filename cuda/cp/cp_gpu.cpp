@@ -1,26 +1,32 @@
 // cp_gpu.cpp: GpuCpRank and the mode dispatch (see cp_gpu.h).
 #include "cp_gpu.h"
 
-#include "error.h"
+#include "core/error.h"
 
 namespace cplab::cuda {
 
-GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : mode_(s.run.mode), comm_(&c) {
+GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : comm_(&c) {
   s.check();
-  if (mode_ == "p2p") {
-    ring_ = std::make_unique<GpuRingRank>(s.ring(), c);
-    kv_ = DeviceBuffer<std::byte>(ring_->kv_cur.size());
-    ring_->kv_in = kv_.data();
-  } else if (mode_ == "allgather") {
-    ag_ = std::make_unique<GpuAgRank>(s, c);
-    io_ = ag_.get();
-  } else if (mode_ == "a2a") {
-    uly_ = std::make_unique<GpuUlyssesRank>(s, c);
-    io_ = uly_.get();
-  } else {
-    hcp_ = std::make_unique<GpuHcpRank>(s, c);
-    io_ = hcp_.get();
+  switch (s.cp.mode()) {
+    case Mode::p2p:
+      ring_ = std::make_unique<GpuRingRank>(s.ring(), c);
+      kv_ = DeviceBuffer<std::byte>(ring_->kv_cur.size());
+      ring_->kv_in = kv_.data();
+      return;
+    case Mode::allgather:
+      ag_ = std::make_unique<GpuAgRank>(s, c);
+      io_ = ag_.get();
+      return;
+    case Mode::a2a:
+      uly_ = std::make_unique<GpuUlyssesRank>(s, c);
+      io_ = uly_.get();
+      return;
+    case Mode::a2a_p2p:
+      hcp_ = std::make_unique<GpuHcpRank>(s, c);
+      io_ = hcp_.get();
+      return;
   }
+  throw Error("GpuCpRank: a Mode value outside the mode table");
 }
 
 GpuCpRank::~GpuCpRank() = default;
@@ -63,22 +69,26 @@ std::vector<R*> pick(const std::vector<GpuCpRank*>& ranks, R* (GpuCpRank::*get)(
 
 void gpu_cp_forward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
-  if (times) times->reset(s.fwd_steps(), ranks.size());
-  const std::string& m = s.run.mode;
-  if (m == "p2p") gpu_ring_forward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
-  else if (m == "allgather") gpu_allgather_forward(s, pick(ranks, &GpuCpRank::allgather), work, times);
-  else if (m == "a2a") gpu_ulysses_forward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
-  else gpu_hcp_forward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+  if (times) times->reset(s.cp.fwd_steps(), ranks.size());
+  switch (s.cp.mode()) {
+    case Mode::p2p: return gpu_ring_forward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
+    case Mode::allgather: return gpu_allgather_forward(s, pick(ranks, &GpuCpRank::allgather), work, times);
+    case Mode::a2a: return gpu_ulysses_forward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
+    case Mode::a2a_p2p: return gpu_hcp_forward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+  }
+  throw Error("gpu_cp_forward: a Mode value outside the mode table");
 }
 
 void gpu_cp_backward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
-  if (times) times->reset(s.bwd_steps(), ranks.size());
-  const std::string& m = s.run.mode;
-  if (m == "p2p") gpu_ring_backward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
-  else if (m == "allgather") gpu_allgather_backward(s, pick(ranks, &GpuCpRank::allgather), work, times);
-  else if (m == "a2a") gpu_ulysses_backward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
-  else gpu_hcp_backward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+  if (times) times->reset(s.cp.bwd_steps(), ranks.size());
+  switch (s.cp.mode()) {
+    case Mode::p2p: return gpu_ring_backward(s.ring(), pick(ranks, &GpuCpRank::ring), work, times);
+    case Mode::allgather: return gpu_allgather_backward(s, pick(ranks, &GpuCpRank::allgather), work, times);
+    case Mode::a2a: return gpu_ulysses_backward(s, pick(ranks, &GpuCpRank::ulysses), work, times);
+    case Mode::a2a_p2p: return gpu_hcp_backward(s, pick(ranks, &GpuCpRank::hcp), work, times);
+  }
+  throw Error("gpu_cp_backward: a Mode value outside the mode table");
 }
 
 }  // namespace cplab::cuda

@@ -1,10 +1,11 @@
 // cp_gpu.h: "attention with CP mode M" on GPU ranks: one rank type and one forward / backward for
-// every mode, the GPU twin of reference/cp_attention.h.
+// every mode, the GPU twin of reference/modes/cp_attention.h.
 //
 // What it is: GpuCpRank, one rank of a GpuCpSpec (cp_spec.h) on a Comm: it builds the mode's rank
-// (GpuRingRank for p2p, GpuAgRank, GpuUlyssesRank, GpuHcpRank) and gives uniform access to the
-// inputs and outputs in the rank's data layout; gpu_cp_forward / gpu_cp_backward drive the driven
-// ranks (all P of a LocalWorld, or this thread's one rank under NCCL) through the mode.
+// (GpuRingRank for p2p, GpuAgRank, GpuUlyssesRank, GpuHcpRank: a switch on s.cp.mode()) and gives
+// uniform access to the inputs and outputs in the rank's data layout; gpu_cp_forward /
+// gpu_cp_backward drive the driven ranks (all P of a LocalWorld, or this thread's one rank under
+// NCCL) through the mode.
 // Where the LSE lives follows the mode, as in the reference: in the data layout (h, n) for p2p and
 // allgather; head-sharded for a2a (this rank's h/P heads of all S tokens, sequence order) and
 // a2a+p2p (this rank's h/icp heads of its ring position's S/ocp tokens, outer zigzag order).
@@ -39,7 +40,8 @@ class GpuCpRank {
   // dq (n, h, d) and dkv = dK (n, hk, d) then dV (n, hk, dv), fp32, after the backward
   const std::byte* o() const;
   const float* lse() const;
-  bool lse_in_data_layout() const { return mode_ == "p2p" || mode_ == "allgather"; }
+  // true for the ring (p2p) and all-gather ranks; the all-to-all modes keep it head-sharded
+  bool lse_in_data_layout() const { return ring_ || ag_; }
   const float* dq() const;
   const float* dkv() const;
   Comm& comm() { return *comm_; }
@@ -52,18 +54,17 @@ class GpuCpRank {
   GpuHcpRank* hcp() { return hcp_.get(); }
 
  private:
-  std::string mode_;
   Comm* comm_;
   DeviceBuffer<std::byte> kv_;  // p2p: the rank's own K|V (the ring reads it through kv_in)
   std::unique_ptr<GpuRingRank> ring_;
   std::unique_ptr<GpuAgRank> ag_;
   std::unique_ptr<GpuUlyssesRank> uly_;
-  std::unique_ptr<GpuHcpRank> hcp_;
+  std::unique_ptr<GpuHcpRank> hcp_;  // one of the four is set: the spec's mode (its rank type)
   RankIO* io_ = nullptr;  // the data-layout tensors of ag_, uly_ or hcp_
 };
 
-// every driven rank through the mode (TileTimes: reset to s.fwd_steps() / s.bwd_steps() steps x
-// ranks.size() here; steps numbered as in the reference's trace)
+// every driven rank through the mode (TileTimes: reset to s.cp.fwd_steps() / s.cp.bwd_steps() steps
+// x ranks.size() here; steps numbered as in the reference's trace: the mode table's step counts)
 void gpu_cp_forward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work = CpWork::all,
                     TileTimes* times = nullptr);
 void gpu_cp_backward(const GpuCpSpec& s, const std::vector<GpuCpRank*>& ranks, CpWork work = CpWork::all,

@@ -1,57 +1,53 @@
-// cp_spec.h: GpuCpSpec, one context-parallel attention layer to run on GPU ranks: the CPU
-// reference's RunSpec (mode, layout, sizes, causal, packed sequences, hierarchical sizes) plus the
-// GPU's dtype and kernel.
+// cp_spec.h: GpuCpSpec, one context-parallel attention layer to run on GPU ranks: the CP layer
+// (reference/modes/cp_spec.h CpSpec: mode, layout, sizes, mask, scale, packed sequences,
+// hierarchical sizes, validated when it was built) plus the GPU's dtype and kernel.
 //
 // What it is: the one description every GPU mode (ring_gpu.h, allgather_gpu.h, ulysses_gpu.h,
-// hcp_gpu.h), the facade cp_gpu.h and cplab-bench cp read. check() applies the reference's own
-// rules (experiment.h validate_rules: the one definition of what each mode accepts) and then the
-// GPU's: the kernel must support the mode's tiles (check_supported), no --replicate-kv, streaming
-// merges. Tensors on every rank are in the data layout of partition() (layout.h), as in the
+// hcp_gpu.h), the facade cp_gpu.h and cplab-bench cp read. Every CP quantity is read from `cp`
+// (s.cp.P(), s.cp.S(), s.cp.partition(), s.cp.packed() ...): nothing here copies or re-derives
+// one. What is added is the GPU's own: check() applies the GPU's rules only (the CpSpec's own are
+// enforced by its construction): the kernel must support the mode's tiles (check_supported), no
+// --replicate-kv, streaming merges; tile_dims() is the attention each tile of the mode runs,
+// kernel_scale() the softmax scale as the kernels take it (fp32), and ring() the spec of the mode's
+// rings (ring_gpu.h: a GPU ring is described by a p2p GpuCpSpec, as the reference's ring by a p2p
+// CpSpec). Tensors on every rank are in the data layout of cp.partition() (layout.h), as in the
 // reference: q (n, h, d), kv = K (n, hk, d) then V (n, hk, dv), dout and o (n, h, dv) of the
 // dtype; lse fp32; dq (n, h, d) and dkv = dK then dV fp32. Gradients travel in fp32 in every mode
 // (the ring's dK/dV accumulate as they travel; all-gather reduce-scatters, a2a returns them).
-// What it is not: the CPU reference's limits (memory, kMaxCpuFlops) or a run.
+// What it is not: the CPU reference's harness (run/experiment.h RunSpec: its dtype, seed and
+// limits play no role here) or a run.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "attention.h"
-#include "comm.h"
 #include "device_buffer.h"
-#include "experiment.h"
-#include "layout.h"
-#include "ring_gpu.h"
+#include "modes/cp_spec.h"
 
 namespace cplab::cuda {
 
 struct GpuCpSpec {
-  RunSpec run;  // run.dtype (the reference's float/double) plays no role on the GPU
+  CpSpec cp;  // the CP layer, valid by construction
   DType dtype = DType::bf16;
   Kernel kernel = Kernel::v2;
 
-  void check() const;  // cplab::Error naming the rule
-  Partition partition() const { return Partition(run.layout, run.packing().cu_seqlens_padded, run.cp); }
-  std::int64_t P() const { return run.cp; }
-  std::int64_t S() const { return run.seq; }
-  std::int64_t n() const { return run.seq / run.cp; }
-  std::int64_t h() const { return run.heads; }
-  std::int64_t hk() const { return run.kv_heads; }
-  std::int64_t d() const { return run.head_dim; }
-  std::int64_t dv() const { return run.dv(); }
-  float scale() const { return static_cast<float>(run.softmax_scale()); }
-  // the packing token masks use (Packing::single(S) when unpacked), and whether the run is packed
-  // (several sequences or padding): the reference's CpConfig::tokens() / packed()
-  Packing tokens() const { return run.packing(); }
-  bool packed() const;
-  // the ring of --mode p2p (all cp ranks), and the outer rings of a2a+p2p (ocp ranks, heads / icp)
-  GpuRingSpec ring() const;
-  GpuRingSpec hcp_ring() const;
-  // steps of the reference's trace (trace_plan.h numbering), forward and backward: TileTimes sizes
-  std::int64_t fwd_steps() const;
-  std::int64_t bwd_steps() const;
+  // the GPU's own rules (cplab::Error naming the rule): check_supported(kernel, dtype,
+  // tile_dims()), no --replicate-kv, streaming merge
+  void check() const;
+  // the attention one tile of the mode runs: p2p a local Q block x a held KV block (n x n);
+  // allgather local Q x all keys (n x S); a2a all tokens with h/P heads (S x S); a2a+p2p the
+  // ring's blocks of S/ocp tokens with h/icp heads
+  AttnDims tile_dims() const;
+  // cp.scale() (the given scale or 1/sqrt(d)) rounded to fp32, as the kernels take it
+  float kernel_scale() const { return static_cast<float>(cp.scale()); }
+  // the spec of the mode's rings (p2p over P'): for p2p the spec itself, for a2a+p2p the outer
+  // rings' (modes/hierarchical_cp.h hcp_ring_spec: p2p over ocp ranks, h/icp and hk/icp heads);
+  // cplab::Error for the modes without a ring
+  GpuCpSpec ring() const;
 };
 
-// A rank's tensors in its data layout (partition()): inputs q (n, h, d), kv = K (n, hk, d) then
+// A rank's tensors in its data layout (cp.partition()): inputs q (n, h, d), kv = K (n, hk, d) then
 // V (n, hk, dv), dout (n, h, dv) of the dtype; outputs o (n, h, dv) of the dtype, dq (n, h, d) and
 // dkv = dK then dV, fp32. The base of the all-gather, a2a and a2a+p2p ranks (the ring keeps its own).
 struct RankIO {
@@ -62,6 +58,5 @@ struct RankIO {
 
 // the spec, as its ranks compare it across processes (Comm::check_same_config)
 std::string describe(const GpuCpSpec& s);
-
 
 }  // namespace cplab::cuda

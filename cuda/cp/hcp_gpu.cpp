@@ -1,14 +1,13 @@
 // hcp_gpu.cpp: hierarchical a2a+p2p on GPU ranks (see hcp_gpu.h).
 #include "hcp_gpu.h"
 
-#include "error.h"
-#include "hierarchical_cp.h"
+#include "core/error.h"
+#include "core/util.h"
+#include "modes/hierarchical_cp.h"
 
 namespace cplab::cuda {
 
 namespace {
-
-std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
 
 std::vector<GpuRingRank*> rings(const std::vector<GpuHcpRank*>& ranks) {
   std::vector<GpuRingRank*> r;
@@ -21,17 +20,18 @@ std::vector<GpuRingRank*> rings(const std::vector<GpuHcpRank*>& ranks) {
 GpuHcpRank::GpuHcpRank(const GpuCpSpec& s, Comm& c)
     : RankIO(s),
       comm(&c),
-      p(c.rank() / s.run.icp),
-      a(c.rank() % s.run.icp),
-      ring(s.hcp_ring(), c, hcp_ring_members(s.run.icp, s.run.ocp, a)),
-      a2a(hcp_inner_plan(s.partition(), s.run.icp, s.run.ocp, p), a, s) {
-  require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
+      p(c.rank() / s.cp.icp()),
+      a(c.rank() % s.cp.icp()),
+      ring(s.ring(), c, hcp_ring_members(s.cp.icp(), s.cp.ocp(), a)),
+      a2a(hcp_inner_plan(s.cp.partition(), s.cp.icp(), s.cp.ocp(), p), a, s) {
+  require(c.size() == s.cp.P(), "the communicator has " + num(c.size()) + " ranks, the spec cp = " + num(s.cp.P()));
 }
 
 void gpu_hcp_forward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("a2a+p2p forward");
-  const std::int64_t n = s.n(), hk = s.hk(), d = s.d(), no = s.S() / s.run.ocp, hkg = hk / s.run.icp;
+  const CpSpec& c = s.cp;
+  const std::int64_t n = c.n(), hk = c.hk(), d = c.d(), no = c.S() / c.ocp(), hkg = hk / c.icp();
   const std::size_t e = dtype_size(s.dtype);
   if (does_comm(work)) {
     const Nvtx step("a2a+p2p forward step 0: inner Q, K, V all-to-all");
@@ -40,7 +40,7 @@ void gpu_hcp_forward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, 
     a2a_all(ranks, &A2aSet::v, true, [&](GpuHcpRank& x) { return x.kv.data() + sz(n * hk * d) * e; },
                        [&](GpuHcpRank& x) { return x.ring.kv_cur.data() + sz(no * hkg * d) * e; });
   }
-  gpu_ring_forward(s.hcp_ring(), rings(ranks), work, times, 1);
+  gpu_ring_forward(s.ring(), rings(ranks), work, times, 1);
   if (does_comm(work)) {
     const Nvtx step("a2a+p2p forward: inner O all-to-all back");
     a2a_all(ranks, &A2aSet::o, false, [](GpuHcpRank& x) { return x.ring.o.data(); }, [](GpuHcpRank& x) { return x.o.data(); });
@@ -50,12 +50,13 @@ void gpu_hcp_forward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, 
 void gpu_hcp_backward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("a2a+p2p backward");
-  const std::int64_t n = s.n(), hk = s.hk(), d = s.d(), no = s.S() / s.run.ocp, hkg = hk / s.run.icp;
+  const CpSpec& c = s.cp;
+  const std::int64_t n = c.n(), hk = c.hk(), d = c.d(), no = c.S() / c.ocp(), hkg = hk / c.icp();
   if (does_comm(work)) {
     const Nvtx step("a2a+p2p backward step 0: inner dO all-to-all");
     a2a_all(ranks, &A2aSet::o, true, [](GpuHcpRank& x) { return x.dout.data(); }, [](GpuHcpRank& x) { return x.ring.dout.data(); });
   }
-  gpu_ring_backward(s.hcp_ring(), rings(ranks), work, times, 1);
+  gpu_ring_backward(s.ring(), rings(ranks), work, times, 1);
   if (does_comm(work)) {
     const Nvtx step("a2a+p2p backward: inner dQ, dK, dV all-to-all back");
     a2a_all(ranks, &A2aSet::dq, false, [](GpuHcpRank& x) { return x.ring.dq.data(); }, [](GpuHcpRank& x) { return x.dq.data(); });

@@ -1,6 +1,6 @@
 // hcp_gpu.h: hierarchical a2a+p2p context parallelism on GPU ranks, forward and backward.
 //
-// What it is: the GPU twin of reference/hierarchical_cp.h: cp = icp * ocp ranks, rank
+// What it is: the GPU twin of reference/modes/hierarchical_cp.h: cp = icp * ocp ranks, rank
 // g = p*icp + a (hcp_rank). The inner all-to-all groups (hcp_inner_members) and their plans
 // (hcp_inner_plan), the outer rings (hcp_ring_members) and their zigzag layout over ocp ranks
 // are the reference's:

@@ -1,21 +1,25 @@
 // ring_gpu.h: ring (p2p) context-parallel attention on GPU ranks, forward and backward.
 //
-// What it is: the GPU twin of reference/ring_p2p.h, driven by the SAME schedule
-// (reference/ring_schedule.h: which KV block each rank holds at each step, which tile of it under
-// which mask, what is posted where), the kernels of cuda/attention.h and a Comm (cuda/comm/comm.h:
+// What it is: the GPU twin of reference/modes/ring_p2p.h, driven by the SAME schedule
+// (reference/modes/ring_schedule.h: which KV block each rank holds at each step, which tile of it
+// under which mask, what is posted where), the kernels of cuda/attention.h and a Comm (cuda/comm/comm.h:
 // LocalComm virtual ranks on one GPU, or NcclComm). Per rank, two streams: compute and
 // communication. At a forward step a rank posts its held KV block to r+1 and receives the next
 // one from r-1 on the communication stream while the compute stream runs the step's tile and
 // merges it into an fp32 (O, LSE) accumulator (double-buffered KV; the receive into a buffer waits
 // for the compute that last read it). The backward sends K, V and the fp32 dK/dV accumulated so far
 // to r-1 (TE's order) while computing the held block's tile; dQ accumulates in place.
-// Tensors are the rank's local order of the layout (reference/layout.h Partition::indices):
+// A ring is described by a GpuCpSpec whose cp.mode() is p2p (cp_spec.h GpuCpSpec::ring(): the spec
+// itself for --mode p2p, the outer rings' spec for a2a+p2p), as the reference's ring by a p2p CpSpec:
+// P = s.cp.P() positions, n = s.cp.n() tokens each, s.cp.partition() and, when s.cp.packed(),
+// s.cp.packing()'s token masks.
+// Tensors are the rank's local order of the layout (reference/layout/layout.h Partition::indices):
 // q (n, h, d), kv = K (n, hk, d) then V (n, hk, dv), dout (n, h, dv) of the dtype; o the same
 // dtype; lse (h, n), dq (n, h, d), dkv = dK then dV, fp32.
 // The driving code issues every rank it owns step by step (all P for a LocalWorld, its one rank
 // under NCCL): gpu_ring_forward / gpu_ring_backward take those ranks.
 // A ring may be a sub-group of the communicator (the outer rings of hcp_gpu.h): its members are
-// global ranks, position p of the ring is members[p]. Packed sequences (THD, spec.packing) use
+// global ranks, position p of the ring is members[p]. Packed sequences (THD, s.cp.packed()) use
 // ring_schedule.h's packed tiles (token masks as per-row key ranges); every tile's mask is copied
 // to the device once, when the rank is built.
 // What it is not: the other modes (cp_gpu.h dispatches), or a benchmark (cplab-bench cp times it).
@@ -25,37 +29,19 @@
 
 #include "attention.h"
 #include "comm.h"
+#include "cp_spec.h"
 #include "cp_work.h"
 #include "device_buffer.h"
-#include "layout.h"
-#include "ring_schedule.h"
+#include "modes/ring_schedule.h"
 #include "stream.h"
-#include "thd.h"
 
 namespace cplab::cuda {
 
-struct GpuRingSpec {
-  Layout layout = Layout::zigzag;
-  bool causal = true;
-  std::int64_t P = 1, seq = 0;            // ranks, global tokens (n = seq / P per rank)
-  std::int64_t h = 1, hk = 1, d = 64, dv = 64;
-  DType dtype = DType::bf16;
-  Kernel kernel = Kernel::v2;
-  float scale = 0.125f;
-  Packing packing = {};                   // packed sequences (THD); empty: one sequence of seq tokens
-  std::int64_t n() const { return seq / P; }
-  bool packed() const { return !packing.cu_seqlens.empty(); }
-  // the data layout: Partition(layout, seq, P), or per packed sequence (cu_seqlens_padded)
-  Partition partition() const;
-  // the layout's rules (check_partition), seq = the packed total, and the kernel's (check_supported);
-  // cplab::Error naming the rule
-  void check() const;
-};
-
 struct GpuRingRank {
-  // allocates every buffer (device memory) and copies every tile's mask to the device; `members`:
-  // the ring's global ranks in ring order (empty: the whole communicator, position = rank)
-  GpuRingRank(const GpuRingSpec& s, Comm& comm, std::vector<int> members = {});
+  // s: the ring's spec (cp.mode() p2p; checked); allocates every buffer (device memory) and copies
+  // every tile's mask to the device; `members`: the ring's global ranks in ring order (empty: the
+  // whole communicator, position = rank)
+  GpuRingRank(const GpuCpSpec& s, Comm& comm, std::vector<int> members = {});
   Comm* comm;
   // when set, the rank's own K, V are read from here (never written) instead of kv_cur, so a
   // forward can be repeated without restoring kv_cur (device memory laid out like kv_cur)
@@ -70,19 +56,23 @@ struct GpuRingRank {
   DeviceBuffer<float> lse_part;       // (h, n): one tile's LSE
   DeviceBuffer<float> o_acc, lse;     // (n, h, dv), (h, n)
   DeviceBuffer<float> delta, lse_t, delta_t;  // (h, n): Delta; a tile's rows of LSE and Delta
-  DeviceBuffer<float> dq, dkv_acc, dkv_in, dkv_step;
+  DeviceBuffer<float> dq;             // (n, h, d)
+  // dK (n, hk, d) then dV (n, hk, dv) of a held block: accumulated so far, arriving, this step's
+  DeviceBuffer<float> dkv_acc, dkv_in, dkv_step;
   std::vector<RingTile> fwd_tiles, bwd_tiles;    // per step: ring_plan_tile of the held block
   std::vector<DeviceMask> fwd_masks, bwd_masks;  // their masks on the device
 };
 
+// s: the ring's spec (cp.mode() p2p: cplab::Error otherwise, before any CUDA call).
 // kv_in (or, when null, kv_cur) holds the rank's own K, V on entry; on return o and lse are the
-// rank's attention output, and `held` the block the backward starts from (TE saves it). With `times`, the compute of ring
-// step i is recorded as step step0 + i of the i-th driven rank (the caller reset()s it).
-void gpu_ring_forward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
+// rank's attention output, and `held` the block the backward starts from (TE saves it). With
+// `times`, the compute of ring step i is recorded as step step0 + i of the i-th driven rank (the
+// caller reset()s it).
+void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
                       TileTimes* times = nullptr, std::int64_t step0 = 0);
 // after gpu_ring_forward on the same ranks, with dout set: dq and dkv_acc (dK then dV of the
 // rank's own block) on return
-void gpu_ring_backward(const GpuRingSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
+void gpu_ring_backward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
                        TileTimes* times = nullptr, std::int64_t step0 = 0);
 
 }  // namespace cplab::cuda

@@ -1,25 +1,25 @@
 // ulysses_gpu.cpp: Ulysses all-to-all on GPU ranks (see ulysses_gpu.h).
 #include "ulysses_gpu.h"
 
-#include "error.h"
+#include "core/error.h"
+#include "core/util.h"
 
 namespace cplab::cuda {
 
 namespace {
 
-std::size_t sz(std::int64_t x) { return static_cast<std::size_t>(x); }
-
-Mask mask_of(const GpuCpSpec& s) { return ulysses_mask(s.tokens(), s.packed(), s.run.causal, s.S()); }
+Mask mask_of(const CpSpec& c) { return ulysses_mask(c.packing(), c.packed(), c.causal(), c.S()); }
 
 }  // namespace
 
-GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c)
+GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& cm)
     : RankIO(s),
-      comm(&c),
-      a2a(sequence_plan(s.partition()), c.rank(), s),
-      mask(mask_of(s), s.S()) {
-  require(c.size() == s.P(), "the communicator has " + std::to_string(c.size()) + " ranks, the spec cp = " + std::to_string(s.P()));
-  const std::int64_t P = s.P(), S = s.S(), d = s.d(), dv = s.dv(), hg = s.h() / P, hkg = s.hk() / P;
+      comm(&cm),
+      a2a(sequence_plan(s.cp.partition()), cm.rank(), s),
+      mask(mask_of(s.cp), s.cp.S()) {
+  const CpSpec& c = s.cp;
+  require(cm.size() == c.P(), "the communicator has " + num(cm.size()) + " ranks, the spec cp = " + num(c.P()));
+  const std::int64_t P = c.P(), S = c.S(), d = c.d(), dv = c.dv(), hg = c.h() / P, hkg = c.hk() / P;
   const std::size_t e = dtype_size(s.dtype);
   qs = DeviceBuffer<std::byte>(sz(S * hg * d) * e);
   ks = DeviceBuffer<std::byte>(sz(S * hkg * d) * e);
@@ -36,7 +36,9 @@ GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& c)
 void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("a2a forward");
-  const std::int64_t S = s.S(), n = s.n(), hk = s.hk(), d = s.d(), dv = s.dv(), hg = s.h() / s.P(), hkg = hk / s.P();
+  const CpSpec& c = s.cp;
+  const std::int64_t S = c.S(), n = c.n(), hk = c.hk(), d = c.d(), dv = c.dv(), hg = c.h() / c.P(), hkg = hk / c.P();
+  const float scale = s.kernel_scale();
   const std::size_t e = dtype_size(s.dtype);
   if (does_comm(work)) {
     const Nvtx step("a2a forward step 0: Q, K, V all-to-all");
@@ -50,8 +52,8 @@ void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>&
     for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
       GpuUlyssesRank* x = ranks[xi];
       if (times) times->start(1, xi, x->stream.get());
-      attention_forward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(), x->mask.rule(),
-                        s.scale(), x->os.data(), x->lse.data(), x->stream.get());
+      attention_forward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(),
+                        x->mask.rule(), scale, x->os.data(), x->lse.data(), x->stream.get());
       if (times) times->stop(1, xi, x->stream.get());
     }
   }
@@ -64,7 +66,9 @@ void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>&
 void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work, TileTimes* times) {
   s.check();
   const Nvtx range("a2a backward");
-  const std::int64_t S = s.S(), n = s.n(), hk = s.hk(), d = s.d(), dv = s.dv(), hg = s.h() / s.P(), hkg = hk / s.P();
+  const CpSpec& c = s.cp;
+  const std::int64_t S = c.S(), n = c.n(), hk = c.hk(), d = c.d(), dv = c.dv(), hg = c.h() / c.P(), hkg = hk / c.P();
+  const float scale = s.kernel_scale();
   if (does_comm(work)) {
     const Nvtx step("a2a backward step 0: dO all-to-all");
     a2a_all(ranks, &A2aSet::o, true, [](GpuUlyssesRank& x) { return x.dout.data(); }, [](GpuUlyssesRank& x) { return x.dos.data(); });
@@ -77,8 +81,9 @@ void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>
       if (times) times->start(1, xi, st);
       softmax_delta(s.dtype, S, hg, dv, x->os.data(), x->dos.data(), x->delta.data(), st);
       for (DeviceBuffer<float>* b : {&x->dqs, &x->dks, &x->dvs}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float), st));
-      attention_backward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(), x->dos.data(),
-                         x->lse.data(), x->delta.data(), x->mask.rule(), s.scale(), x->dqs.data(), x->dks.data(), x->dvs.data(), st);
+      attention_backward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(),
+                         x->dos.data(), x->lse.data(), x->delta.data(), x->mask.rule(), scale, x->dqs.data(),
+                         x->dks.data(), x->dvs.data(), st);
       if (times) times->stop(1, xi, st);
     }
   }

@@ -1,6 +1,6 @@
 // ulysses_gpu.h: Ulysses (all-to-all) context parallelism on GPU ranks, forward and backward.
 //
-// What it is: the GPU twin of reference/ulysses_a2a.h (--mode a2a) over all cp ranks, with the
+// What it is: the GPU twin of reference/modes/ulysses_a2a.h (--mode a2a) over all cp ranks, with the
 // reference's plan (sequence_plan: every rank ends up with the whole sequence in order) and mask
 // (ulysses_mask: causal, or the packed token mask as per-row key ranges):
 //   forward   step 0: all-to-all Q, K, V (GpuA2a): rank g gets head group g of every token;
@@ -16,6 +16,8 @@
 
 #include "a2a_gpu.h"
 #include "cp_spec.h"
+#include "cp_work.h"
+#include "stream.h"
 
 namespace cplab::cuda {
 

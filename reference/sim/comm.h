@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "../trace.h"
+#include "sim/trace.h"
 
 namespace cplab {
 

@@ -3,12 +3,12 @@
 // What it is: lesson 1's program. Three queries and four keys with two dims, one head: the logits
 // S = scale Q K^T, the softmax weights, O and the LSE from the reference (dense_forward), the
 // stable form m + log sum exp(s - m), a causal mask, and a fully masked row (LSE = -inf, O = 0).
-// What it is not: an implementation: O and LSE come from reference/attention_kernel.h; the lesson
+// What it is not: an implementation: O and LSE come from reference/core/attention_kernel.h; the lesson
 // computes S and the weights only to show them, and checks P V against the library's O.
 #include <cmath>
 #include <cstdio>
 
-#include "dense_attention.h"
+#include "core/dense_attention.h"
 #include "lesson.h"
 
 using namespace cplab;
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   const std::vector<double> S = logits(q, k, scale);
   matrix("S", S, 3, 4);
 
-  L.step("the library's O and LSE (reference/attention_kernel.h)");
+  L.step("the library's O and LSE (reference/core/attention_kernel.h)");
   const AttnOut<double> full = dense_forward(q, k, v, Mask::none(), scale);
   matrix("O", full.o.data, 3, 2);
   std::vector<double> lse(full.lse.data(), full.lse.data() + 3);

@@ -6,18 +6,18 @@
 // PostLoopFold (TE: keep every partial, fold them after the loop), both compared with dense
 // attention; why the rule is exact (weights exp(LSE_b - LSE) sum to 1), the same rule inside one
 // FlashAttention row (softmax_rules.h OnlineRow), and the -inf cases.
-// What it is not: an implementation: every merge, weight and LSE comes from reference/merge.h and
-// reference/softmax_rules.h; the lesson only sums and compares numbers to show them.
+// What it is not: an implementation: every merge, weight and LSE comes from reference/core/merge.h and
+// reference/core/softmax_rules.h; the lesson only sums and compares numbers to show them.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <utility>
 
-#include "dense_attention.h"
-#include "experiment.h"
+#include "core/dense_attention.h"
+#include "run/experiment.h"
 #include "lesson.h"
-#include "merge.h"
+#include "core/merge.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -45,9 +45,9 @@ double max_abs_diff(const Rows<double>& a, const Rows<double>& b) { return max_a
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 2: online softmax: merging partial results",
            "Attention over a set of keys, computed block by block and merged with the LSE, is exact.");
-  RunSpec spec;  // only for make_inputs: seeded uniform [-1, 1] values
-  spec.seq = 8, spec.heads = 1, spec.kv_heads = 1, spec.head_dim = 4;
-  const Inputs in = make_inputs(spec);
+  CpFields f;  // only for make_inputs: seeded uniform [-1, 1] values of S = 8 tokens, 1 head of d = 4
+  f.seq = 8, f.heads = 1, f.kv_heads = 1, f.head_dim = 4;
+  const Inputs in = make_inputs(RunSpec{.cp = CpSpec(f)});
   Tensor3<double> q(3, 1, 4);  // the first three queries
   std::copy(in.q.data.begin(), in.q.data.begin() + 12, q.data.begin());
   const Tensor3<double>&k = in.k, &v = in.v;
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   matrix("V", v.data, 8, 4, 10);
   for (size_t b = 0; b < kBlocks.size(); ++b) std::printf("block %zu: %s\n", b, keys_text(kBlocks[b]).c_str());
 
-  L.step("the target: dense attention over all 8 keys (reference/dense_attention.h)");
+  L.step("the target: dense attention over all 8 keys (reference/core/dense_attention.h)");
   const AttnOut<double> dense = dense_forward(q, k, v, Mask::none(), scale);
   matrix("O", dense.o.data, 3, 4, 10);
   show("LSE", list(lse_row(dense.lse)));

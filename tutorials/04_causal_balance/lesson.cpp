@@ -1,32 +1,32 @@
 // 04_causal_balance: the causal mask makes a contiguous ring unbalanced; zigzag makes it equal.
 //
 // What it is: lesson 4's program. The causal work of each quarter of the queries (mask.h
-// visible_pairs), which token each rank owns under contiguous, zigzag and striped (layout.h
-// Partition), then real causal ring runs (run_experiment, cp 4, 32 tokens) for the three layouts:
-// per-step tile FLOPs and per-rank FLOPs read from their traces, the work ratio, and the lockstep
-// efficiency of the contiguous ring against its bound N/(2N-1), also at larger N from planned
-// traces (trace_plan.h).
+// visible_pairs), which token each rank owns under contiguous, zigzag and striped (each run's
+// CpSpec::partition(), a layout.h Partition), then real causal ring runs (run_experiment, cp 4, 32
+// tokens) for the three layouts: per-step tile FLOPs and per-rank FLOPs read from their traces, the
+// work ratio, and the lockstep efficiency of the contiguous ring against its bound N/(2N-1), also
+// at larger N from planned traces (trace_plan.h).
 // What it is not: a model of the ring: the tiles, masks and FLOPs are the reference's; the lesson
 // only sums the trace's FLOPs per rank and per step.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
-#include "experiment.h"
+#include "run/experiment.h"
 #include "lesson.h"
-#include "trace_plan.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
 
 namespace {
 
-
-RunSpec causal_ring(Layout layout, index_t cp, index_t seq) {
-  RunSpec s;
-  s.mode = "p2p", s.layout = layout, s.causal = true;
-  s.cp = cp, s.seq = seq, s.heads = 1, s.kv_heads = 1, s.head_dim = 4;
-  return s;
+// a causal ring (p2p) of P ranks over S tokens in the given layout, 1 head of dim 4, double
+RunSpec causal_ring(Layout layout, index_t P, index_t S) {
+  CpFields f;
+  f.mode = Mode::p2p, f.layout = layout, f.causal = true;
+  f.cp = P, f.seq = S, f.heads = 1, f.kv_heads = 1, f.head_dim = 4;
+  return RunSpec{.cp = CpSpec(f)};
 }
 
 // each rank's forward tile FLOPs at every step, read from the trace: [step][rank]
@@ -51,12 +51,13 @@ double lockstep_efficiency(const Trace& t) {
 }
 
 void print_steps(const RunReport& rep) {
+  const index_t P = rep.spec.cp.P();
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::vector<std::string>> sec(static_cast<size_t>(rep.spec.cp));
+  std::vector<std::vector<std::string>> sec(static_cast<size_t>(P));
   for (const Event& e : rep.trace.events())
     if (e.kind == EventKind::tile && e.phase == Phase::fwd)
       sec[static_cast<size_t>(e.rank)].push_back(e.section + " " + std::to_string(e.flops));
-  for (index_t r = 0; r < rep.spec.cp; ++r) {
+  for (index_t r = 0; r < P; ++r) {
     std::vector<std::string> row = {std::to_string(r)};
     for (const std::string& x : sec[static_cast<size_t>(r)]) row.push_back(x);
     row.push_back(std::to_string(rep.flops_fwd[static_cast<size_t>(r)]));
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
 
   L.step("who owns which token (layout.h Partition, layout_index.h)");
   for (Layout lay : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
-    const Partition part(lay, S, P);
+    const RunSpec s = causal_ring(lay, P, S);
+    const Partition& part = s.cp.partition();
     std::string owners;
     for (index_t g = 0; g < S; ++g) owners += static_cast<char>('0' + part.owner(g).rank);
     std::printf("%-10s token 0..31 -> rank %s\n", to_string(lay).c_str(), owners.c_str());
@@ -89,7 +91,8 @@ int main(int argc, char** argv) {
   }
 
   L.step("contiguous ring, causal: each rank's tile (section, FLOPs) at every step, from the trace");
-  const RunReport con = run_experiment(causal_ring(Layout::contiguous, P, S), make_inputs(causal_ring(Layout::contiguous, P, S)));
+  const RunSpec con_spec = causal_ring(Layout::contiguous, P, S);
+  const RunReport con = run_experiment(con_spec, make_inputs(con_spec));
   print_steps(con);
   show("contiguous per-rank fwd FLOPs", list(con.flops_fwd));
   show("contiguous work ratio (max / min)", con.work_ratio);
@@ -114,7 +117,8 @@ int main(int argc, char** argv) {
   table({"N", "efficiency", "N/(2N-1)"}, rows);
 
   L.step("zigzag ring, causal: the same steps, equal work");
-  const RunReport zz = run_experiment(causal_ring(Layout::zigzag, P, S), make_inputs(causal_ring(Layout::zigzag, P, S)));
+  const RunSpec zz_spec = causal_ring(Layout::zigzag, P, S);
+  const RunReport zz = run_experiment(zz_spec, make_inputs(zz_spec));
   print_steps(zz);
   show("zigzag per-rank fwd FLOPs", list(zz.flops_fwd));
   show("zigzag work ratio (max / min)", zz.work_ratio);
@@ -122,7 +126,8 @@ int main(int argc, char** argv) {
   std::printf("Each rank holds one early and one late chunk, so every rank gets the same share of the triangle.\n");
 
   L.step("all three layouts side by side (real runs, checked against dense attention)");
-  const RunReport st = run_experiment(causal_ring(Layout::striped, P, S), make_inputs(causal_ring(Layout::striped, P, S)));
+  const RunSpec st_spec = causal_ring(Layout::striped, P, S);
+  const RunReport st = run_experiment(st_spec, make_inputs(st_spec));
   rows.clear();
   for (const RunReport* r : {&con, &zz, &st}) {
     std::int64_t sum = 0;
@@ -130,7 +135,8 @@ int main(int argc, char** argv) {
     char ratio[32], eff[32];
     std::snprintf(ratio, sizeof ratio, "%.3f", r->work_ratio);
     std::snprintf(eff, sizeof eff, "%.3f", lockstep_efficiency(r->trace));
-    rows.push_back({to_string(r->spec.layout), list(r->flops_fwd), std::to_string(sum), ratio, eff, r->max_error() < 1e-12 ? "yes" : "no"});
+    rows.push_back({to_string(r->spec.cp.layout()), list(r->flops_fwd), std::to_string(sum), ratio, eff,
+                    r->max_error() < 1e-12 ? "yes" : "no"});
   }
   table({"layout", "fwd FLOPs per rank", "sum", "max/min", "efficiency", "exact (1e-12)"}, rows);
   show("dense causal attention needs", con.dense_flops);

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <string>
 
-#include "experiment.h"
-#include "flops.h"
+#include "run/experiment.h"
+#include "core/flops.h"
 #include "lesson.h"
-#include "ring_schedule.h"
+#include "modes/ring_schedule.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -30,11 +30,14 @@ const char* shape_of(const std::string& section) {
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 5: skipping masked blocks",
            "Under zigzag every causal tile is one of three shapes; each is cut to the part that is visible.");
-  RunSpec s;
-  s.mode = "p2p", s.layout = Layout::zigzag, s.causal = true;
-  s.cp = 4, s.seq = 32, s.heads = 1, s.kv_heads = 1, s.head_dim = 4;
-  const index_t P = s.cp, S = s.seq, n = S / P, c = n / 2;
-  const Partition part(s.layout, S, P);
+  CpFields f;  // a causal zigzag ring: P = 4 ranks, S = 32 tokens, 1 head of dim 4
+  f.mode = Mode::p2p, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = 4, f.seq = 32, f.heads = 1, f.kv_heads = 1, f.head_dim = 4;
+  const RunSpec s{.cp = CpSpec(f)};
+  const CpSpec& cp = s.cp;
+  const index_t P = cp.P(), S = cp.S(), n = cp.n(), c = n / 2;  // c: tokens per zigzag chunk
+  const Layout layout = cp.layout();
+  const Partition& part = cp.partition();
   const Mask causal = Mask::causal();  // the global causal mask: query g sees keys [0, g]
   auto visible = [&](index_t gq, index_t gk) {
     const KeyRange kr = causal.keys(gq, S);
@@ -73,7 +76,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> row = {std::to_string(r)};
     for (index_t i = 0; i < P; ++i) {
       const index_t j = ring_fwd_kv_block(P, r, i);
-      const RingTile t = ring_tile(s.layout, true, P, r, j, n);
+      const RingTile t = ring_tile(layout, cp.causal(), P, r, j, n);
       row.push_back("j=" + std::to_string(j) + " " + t.section + " (" + shape_of(t.section) + ")");
     }
     rows.push_back(row);
@@ -82,7 +85,7 @@ int main(int argc, char** argv) {
   std::printf("the tile of each section (Q rows x KV rows of the held block, local indices):\n");
   rows.clear();
   for (index_t j : {index_t{1}, index_t{0}, index_t{2}}) {  // rank 1: j == r, j < r, j > r
-    const RingTile t = ring_tile(s.layout, true, P, me, j, n);
+    const RingTile t = ring_tile(layout, cp.causal(), P, me, j, n);
     rows.push_back({t.section, "Q [" + std::to_string(t.q0) + ", " + std::to_string(t.q0 + t.nq) + ")", "KV [" + std::to_string(t.k0) + ", " + std::to_string(t.k0 + t.nk) + ")",
                     to_string(t.mask), std::to_string(t.nq * t.nk), std::to_string(visible_pairs(t.mask, t.nq, t.nk))});
   }
@@ -92,7 +95,7 @@ int main(int argc, char** argv) {
   for (index_t a = 0; a < n; ++a) {
     std::printf("query %2lld", static_cast<long long>(qpos[static_cast<size_t>(a)]));
     for (index_t j = 0; j < P; ++j) {
-      const RingTile t = ring_tile(s.layout, true, P, me, j, n);
+      const RingTile t = ring_tile(layout, cp.causal(), P, me, j, n);
       std::string cells;
       for (index_t b = 0; b < n; ++b) {
         const bool in = a >= t.q0 && a < t.q0 + t.nq && b >= t.k0 && b < t.k0 + t.nk;
@@ -106,7 +109,7 @@ int main(int argc, char** argv) {
   bool exact = true;  // every rank, every block: tile + its mask = the global causal mask, pair by pair
   for (index_t r = 0; r < P; ++r)
     for (index_t j = 0; j < P; ++j) {
-      const RingTile t = ring_tile(s.layout, true, P, r, j, n);
+      const RingTile t = ring_tile(layout, cp.causal(), P, r, j, n);
       const std::vector<index_t> qg = part.indices(r), kg = part.indices(j);
       for (index_t a = 0; a < n; ++a)
         for (index_t b = 0; b < n; ++b) {
@@ -139,8 +142,8 @@ int main(int argc, char** argv) {
         for (const Span& sp : e.cols) nk += sp.count;
         area += nq * nk;
       }
-    const std::int64_t full = fwd_flops<std::int64_t>(P * n * n, s.heads, s.head_dim, s.dv());
-    const std::int64_t tiles = fwd_flops<std::int64_t>(area, s.heads, s.head_dim, s.dv());
+    const std::int64_t full = fwd_flops<std::int64_t>(P * n * n, cp.h(), cp.d(), cp.dv());
+    const std::int64_t tiles = fwd_flops<std::int64_t>(area, cp.h(), cp.d(), cp.dv());
     const std::int64_t useful = rep.flops_fwd[static_cast<size_t>(r)];
     full_sum += full, area_sum += tiles, useful_sum += useful;
     rows.push_back({std::to_string(r), std::to_string(full), std::to_string(tiles), std::to_string(useful)});

@@ -6,16 +6,17 @@
 // head dim 4, double. The program reads the run's TRACE and prints, for every backward step and
 // rank, the KV block held, the tile computed and every message (name, bytes, what it carries);
 // follows one block's dK/dV accumulator around the ring to its owner; sums bytes and messages per
-// phase; and prints the gradient errors against dense attention (asserted below 1e-12).
+// phase (their closed forms checked against CpSpec::comm_per_rank); and prints the gradient errors
+// against dense attention (asserted below 1e-12).
 // What it is not: a ring: the schedule, messages, FLOPs and gradients are the reference's
 // (ring_p2p.h, ring_schedule.h, trace.h); the lesson only reads events and names what they carry
 // with ring_schedule.h's own functions.
 #include <cstdio>
 #include <string>
 
-#include "experiment.h"
+#include "run/experiment.h"
 #include "lesson.h"
-#include "ring_schedule.h"
+#include "modes/ring_schedule.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -23,24 +24,26 @@ using namespace cplab::lesson;
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 6: backward through the ring: what travels and when",
            "Q, O, LSE, dO and dQ stay on their rank; KV goes round again, and dK/dV ride along with it.");
-  RunSpec s;
-  s.mode = "p2p", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
-  s.cp = 4, s.seq = 32, s.heads = 4, s.kv_heads = 2, s.head_dim = 4;  // double
-  const index_t P = s.cp, n = s.seq / P;
+  CpFields f;  // a causal zigzag ring: P = 4 ranks, S = 32 tokens, h = 4 query heads, hk = 2 KV heads, d = 4
+  f.mode = Mode::p2p, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = 4, f.seq = 32, f.heads = 4, f.kv_heads = 2, f.head_dim = 4;
+  const RunSpec s{.cp = CpSpec(f), .backward = true};  // forward + backward, double
+  const CpSpec& cp = s.cp;
+  const index_t P = cp.P(), n = cp.n(), e = 8;  // double: 8 bytes per element
   const int last = static_cast<int>(P) - 1;
-  const Partition part(s.layout, s.seq, P);
+  const Partition& part = cp.partition();
   const RunReport rep = run_experiment(s, make_inputs(s));
   const Trace& t = rep.trace;
-  const std::int64_t b_kv = n * s.kv_heads * (s.head_dim + s.dv()) * 8;
+  const std::int64_t b_kv = n * cp.hk() * (cp.d() + cp.dv()) * e;
 
   L.step("where the forward left off (zigzag, causal, cp 4, 32 tokens, 4 heads, 2 KV heads)");
   std::vector<std::vector<std::string>> rows;
   bool starts_there = true;
   for (index_t r = 0; r < P; ++r) {
-    const Event* f = t.find(EventKind::tile, Phase::fwd, last, static_cast<int>(r));
-    const Event* b = t.find(EventKind::tile, Phase::bwd, 0, static_cast<int>(r));
-    starts_there = starts_there && f->peer == b->peer && b->peer == ring_bwd_kv_block(P, r, 0);
-    rows.push_back({std::to_string(r), to_string(part.spans(r)), std::to_string(f->peer), std::to_string(b->peer)});
+    const Event* fw = t.find(EventKind::tile, Phase::fwd, last, static_cast<int>(r));
+    const Event* bw = t.find(EventKind::tile, Phase::bwd, 0, static_cast<int>(r));
+    starts_there = starts_there && fw->peer == bw->peer && bw->peer == ring_bwd_kv_block(P, r, 0);
+    rows.push_back({std::to_string(r), to_string(part.spans(r)), std::to_string(fw->peer), std::to_string(bw->peer)});
   }
   table({"rank", "its tokens: Q, O, LSE, dO, dQ", "KV block held after forward step 3", "KV block of backward step 0"}, rows);
   show("backward step 0 uses the block the forward received last (r+1): no message needed to start", yes(starts_there));
@@ -108,17 +111,21 @@ int main(int argc, char** argv) {
   show("forward, closed form (P-1) * B_kv", (P - 1) * b_kv);
   show("backward, closed form 2(P-1) * B_kv (KV P-1 hops, dKV P-1 hops)", 2 * (P - 1) * b_kv);
   show("backward messages per rank (kv, kv+dkv, kv+dkv, dkv)", mb[0]);
+  const CommPerRank table_says = cp.comm_per_rank(e);  // the mode table's closed forms (mode_table.h)
+  agrees("forward bytes (P-1) * B_kv", (P - 1) * b_kv, table_says.fwd_bytes);
+  agrees("backward bytes 2(P-1) * B_kv", 2 * (P - 1) * b_kv, table_says.bwd_bytes);
+  agrees("backward messages per rank", mb[0], table_says.bwd_msgs);
 
   L.step("dQ stays home; the backward does 2.5x the forward's FLOPs on the same tiles");
   bool q_home = true, same_tiles = true, no_dq_msg = true;
-  for (const Event& e : t.events()) {
-    if (e.kind == EventKind::tile && e.phase == Phase::bwd) {
-      const Event* f = t.find(EventKind::tile, Phase::fwd, last - e.step, e.rank);
-      same_tiles = same_tiles && f->rows == e.rows && f->cols == e.cols && f->pairs == e.pairs;
-      for (const Span& sp : e.rows)
-        for (index_t k = 0; k < sp.count; ++k) q_home = q_home && part.owner(sp.begin + k * sp.stride).rank == e.rank;
+  for (const Event& ev : t.events()) {
+    if (ev.kind == EventKind::tile && ev.phase == Phase::bwd) {
+      const Event* fw = t.find(EventKind::tile, Phase::fwd, last - ev.step, ev.rank);
+      same_tiles = same_tiles && fw->rows == ev.rows && fw->cols == ev.cols && fw->pairs == ev.pairs;
+      for (const Span& sp : ev.rows)
+        for (index_t k = 0; k < sp.count; ++k) q_home = q_home && part.owner(sp.begin + k * sp.stride).rank == ev.rank;
     }
-    if (e.kind == EventKind::send && e.tensor.find("dq") != std::string::npos) no_dq_msg = false;
+    if (ev.kind == EventKind::send && ev.tensor.find("dq") != std::string::npos) no_dq_msg = false;
   }
   show("every backward tile's queries are its rank's own tokens (dQ accumulates in place)", yes(q_home));
   show("no message carries dQ", yes(no_dq_msg));

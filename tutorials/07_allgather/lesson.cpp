@@ -7,17 +7,18 @@
 // two tiles per rank (a zigzag chunk each, against a prefix of the gathered KV under a bottom-right
 // causal mask, from allgather_tiles), the keys each rank sees, the backward's second all-gather and
 // reduce-scatter. The KV each rank holds, all-gather vs ring, from the traces' received bytes (also
-// for planned traces at 128K tokens, trace_plan.h), and the errors against dense attention.
+// for planned traces at 128K tokens, trace_plan.h), bytes per rank of both modes against their
+// closed form (checked against CpSpec::comm_per_rank), and the errors against dense attention.
 // What it is not: an all-gather or a mask of its own: the tiles, masks and messages are the
 // reference's (allgather_kv.h, mask.h, sim/comm.h); the lesson reads and sums them.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
-#include "allgather_kv.h"
-#include "experiment.h"
+#include "modes/allgather_kv.h"
+#include "run/experiment.h"
 #include "lesson.h"
-#include "trace_plan.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -53,17 +54,20 @@ std::int64_t kv_held(const Trace& t, std::int64_t own) {
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 7: all-gather KV (Llama 3 style): memory for simplicity",
            "Gather every rank's K and V once, then each rank attends its own queries to the whole sequence.");
-  RunSpec s;
-  s.mode = "allgather", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
-  s.cp = 4, s.seq = 32, s.heads = 4, s.kv_heads = 2, s.head_dim = 4;  // double
-  RunSpec ring = s;
-  ring.mode = "p2p";
-  const index_t P = s.cp, S = s.seq, n = S / P, c = n / 2;
-  const Partition part(s.layout, S, P);
+  CpFields f;  // zigzag, causal: P = 4 ranks, S = 32 tokens, h = 4 query heads, hk = 2 KV heads, d = 4
+  f.mode = Mode::allgather, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = 4, f.seq = 32, f.heads = 4, f.kv_heads = 2, f.head_dim = 4;
+  const RunSpec s{.cp = CpSpec(f), .backward = true};  // forward + backward, double
+  CpFields ring_fields = f;  // the same layer as a ring
+  ring_fields.mode = Mode::p2p;
+  const RunSpec ring{.cp = CpSpec(ring_fields), .backward = true};
+  const CpSpec& cp = s.cp;
+  const index_t P = cp.P(), n = cp.n(), c = n / 2, e = 8;  // c: tokens per zigzag chunk; double: 8 bytes
+  const Partition& part = cp.partition();
   const RunReport rep = run_experiment(s, make_inputs(s));
   const RunReport rrep = run_experiment(ring, make_inputs(ring));
   const Trace& t = rep.trace;
-  const std::int64_t b_kv = n * s.kv_heads * (s.head_dim + s.dv()) * 8;
+  const std::int64_t b_kv = n * cp.hk() * (cp.d() + cp.dv()) * e;
 
   L.step("the setup: zigzag over 4 ranks, 8 chunks of 4 tokens (rank r: chunks r and 7-r)");
   for (index_t r = 0; r < P; ++r) show("rank " + std::to_string(r) + " Q, K, V tokens", to_string(part.spans(r)));
@@ -83,13 +87,15 @@ int main(int argc, char** argv) {
   rows.clear();
   std::vector<std::int64_t> keys(static_cast<size_t>(P), 0);
   bool tiles_agree = true;
-  for (const Event& e : t.events()) {
-    if (e.kind != EventKind::tile || e.phase != Phase::fwd) continue;
-    rows.push_back({std::to_string(e.rank), e.section, to_string(e.rows), to_string(e.cols), e.mask, std::to_string(e.pairs), std::to_string(e.flops)});
-    keys[static_cast<size_t>(e.rank)] += span_count(e.cols);
-    const std::vector<AgTile> lib = allgather_tiles(part, Packing::single(S), false, true, e.rank);
+  for (const Event& ev : t.events()) {
+    if (ev.kind != EventKind::tile || ev.phase != Phase::fwd) continue;
+    rows.push_back({std::to_string(ev.rank), ev.section, to_string(ev.rows), to_string(ev.cols), ev.mask,
+                    std::to_string(ev.pairs), std::to_string(ev.flops)});
+    keys[static_cast<size_t>(ev.rank)] += span_count(ev.cols);
+    const std::vector<AgTile> lib = allgather_tiles(part, cp.packing(), cp.packed(), cp.causal(), ev.rank);
     bool found = false;
-    for (const AgTile& a : lib) found = found || (a.section == e.section && to_string(a.mask) == e.mask && a.nk == span_count(e.cols));
+    for (const AgTile& a : lib)
+      found = found || (a.section == ev.section && to_string(a.mask) == ev.mask && a.nk == span_count(ev.cols));
     tiles_agree = tiles_agree && found;
   }
   table({"rank", "section", "Q tokens", "keys", "mask", "pairs", "FLOPs"}, rows);
@@ -98,7 +104,7 @@ int main(int argc, char** argv) {
   show("(2P+1) * c", (2 * P + 1) * c);
   show("per-rank fwd FLOPs", list(rep.flops_fwd));
   std::printf("rank 1's tiles, query by query (mask.h keys of the tile's mask causal(sk - sq)):\n");
-  for (const AgTile& a : allgather_tiles(part, Packing::single(S), false, true, 1)) {
+  for (const AgTile& a : allgather_tiles(part, cp.packing(), cp.packed(), cp.causal(), 1)) {
     const std::vector<index_t> q = part.indices(1, a.q0, a.nq);
     for (index_t row = 0; row < a.nq; ++row) {
       const KeyRange kr = a.mask.keys(row, a.nk);
@@ -116,16 +122,17 @@ int main(int argc, char** argv) {
   show("all-gather / ring", static_cast<double>(ag_held) / static_cast<double>(ring_held));
   std::printf("planned traces (trace_plan.h), 131072 tokens, 8 KV heads of 128, float, K|V held per rank (MiB):\n");
   rows.clear();
-  for (index_t cp : {2, 4, 8, 16}) {
-    RunSpec big = s;
-    big.cp = cp, big.seq = 131072, big.heads = 32, big.kv_heads = 8, big.head_dim = 128, big.dtype = "float", big.backward = false;
-    RunSpec bring = big;
-    bring.mode = "p2p";
-    const std::int64_t own = big.seq / cp * big.kv_heads * (big.head_dim + big.dv()) * 4;
+  for (index_t big_P : {2, 4, 8, 16}) {
+    CpFields fb = f;  // the same modes at Llama-3-8B-like sizes, forward only, float
+    fb.cp = big_P, fb.seq = 131072, fb.heads = 32, fb.kv_heads = 8, fb.head_dim = 128;
+    const RunSpec big{.cp = CpSpec(fb), .dtype = "float"};
+    fb.mode = Mode::p2p;
+    const RunSpec bring{.cp = CpSpec(fb), .dtype = "float"};
+    const std::int64_t own = big.cp.n() * big.cp.hk() * (big.cp.d() + big.cp.dv()) * 4;  // float: 4 bytes
     const std::int64_t a = kv_held(plan_trace(big), own), r = kv_held(plan_trace(bring), own);
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%.1f", static_cast<double>(a) / static_cast<double>(r));
-    rows.push_back({std::to_string(cp), std::to_string(a >> 20), std::to_string(r >> 20), ratio});
+    rows.push_back({std::to_string(big_P), std::to_string(a >> 20), std::to_string(r >> 20), ratio});
   }
   table({"cp", "all-gather", "ring", "ratio"}, rows);
   std::printf("All-gather's K|V stays at the full sequence whatever cp is; the ring's falls as 2/cp of it.\n");
@@ -136,8 +143,8 @@ int main(int argc, char** argv) {
     if (ph != Phase::bwd) continue;
     const StepComm sc = step_comm(t, ph, step);
     std::int64_t fl = 0;
-    for (const Event& e : t.events())
-      if (e.kind == EventKind::tile && e.phase == ph && e.step == step && e.rank == 0) fl += e.flops;
+    for (const Event& ev : t.events())
+      if (ev.kind == EventKind::tile && ev.phase == ph && ev.step == step && ev.rank == 0) fl += ev.flops;
     rows.push_back({std::to_string(step), sc.what, std::to_string(sc.msgs[0]), std::to_string(sc.sent[0]), std::to_string(sc.recv[0]), std::to_string(fl)});
   }
   table({"bwd step", "communication", "messages (rank 0)", "bytes sent", "bytes received", "tile FLOPs"}, rows);
@@ -149,11 +156,17 @@ int main(int argc, char** argv) {
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   rows.clear();
   for (const RunReport* r : {&rep, &rrep})
-    rows.push_back({r->spec.mode, std::to_string(r->trace.messages_sent_per_rank(&fwd)[0]), std::to_string(r->trace.bytes_sent_per_rank(&fwd)[0]),
+    rows.push_back({to_string(r->spec.cp.mode()), std::to_string(r->trace.messages_sent_per_rank(&fwd)[0]),
+                    std::to_string(r->trace.bytes_sent_per_rank(&fwd)[0]),
                     std::to_string(r->trace.messages_sent_per_rank(&bwd)[0]), std::to_string(r->trace.bytes_sent_per_rank(&bwd)[0])});
   table({"mode", "fwd messages", "fwd bytes", "bwd messages", "bwd bytes"}, rows);
   show("closed form, both modes: forward (P-1) * B_kv", (P - 1) * b_kv);
   show("closed form, both modes: backward 2(P-1) * B_kv", 2 * (P - 1) * b_kv);
+  for (const RunSpec* x : {&s, &ring}) {  // the mode table's closed forms (mode_table.h), per mode
+    const CommPerRank table_says = x->cp.comm_per_rank(e);
+    agrees(to_string(x->cp.mode()) + " forward bytes (P-1) * B_kv", (P - 1) * b_kv, table_says.fwd_bytes);
+    agrees(to_string(x->cp.mode()) + " backward bytes 2(P-1) * B_kv", 2 * (P - 1) * b_kv, table_says.bwd_bytes);
+  }
   show("every rank sends the same (all-gather)", yes(std::all_of(rep.bytes_sent.begin(), rep.bytes_sent.end(),
                                                                   [&](std::int64_t b) { return b == rep.bytes_sent[0]; })));
   std::printf("Same bytes; the difference is WHEN: the ring's messages travel behind its tiles, step by step,\n"

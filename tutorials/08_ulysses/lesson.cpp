@@ -5,35 +5,37 @@
 // (tokens, heads) every rank holds before and after the all-to-all (sequence_plan, the trace's tile
 // sections, ulysses_section), the messages of one all-to-all and TE's chunk-id tables
 // (chunk_ids_before_attn / after_attn), the one tile per rank, bytes per rank per phase against the
-// closed form and the ring (also planned at 128K tokens, trace_plan.h), the heads rule as the
-// library refuses it (validate, cplab::Error) and --replicate-kv (RunSpec::replicate_kv), and the
-// errors against dense attention.
+// closed form (checked against CpSpec::comm_per_rank) and the ring (also planned at 128K tokens,
+// trace_plan.h), the heads rule as the library refuses it (the CpSpec constructor's cplab::Error)
+// and --replicate-kv (CpFields::replicate_kv), and the errors against dense attention.
 // What it is not: an all-to-all: plans, messages, tiles and refusals are the reference's
-// (ulysses_a2a.h, experiment.h, sim/comm.h); the lesson reads and sums them.
+// (ulysses_a2a.h, cp_spec.h, sim/comm.h); the lesson reads and sums them.
 #include <cstdio>
 #include <string>
 
-#include "error.h"
-#include "experiment.h"
+#include "core/error.h"
+#include "run/experiment.h"
 #include "lesson.h"
-#include "trace_plan.h"
-#include "ulysses_a2a.h"
+#include "plan/trace_plan.h"
+#include "modes/ulysses_a2a.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
 
 namespace {
 
-RunSpec a2a_spec(index_t cp, index_t heads, index_t kv_heads) {
-  RunSpec s;
-  s.mode = "a2a", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
-  s.cp = cp, s.seq = 32, s.heads = heads, s.kv_heads = kv_heads, s.head_dim = 4;  // double
-  return s;
+// Ulysses (a2a) over P ranks, zigzag, causal, S = 32 tokens, h query heads, hk KV heads of d = 4
+CpFields a2a_fields(index_t P, index_t h, index_t hk) {
+  CpFields f;
+  f.mode = Mode::a2a, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = P, f.seq = 32, f.heads = h, f.kv_heads = hk, f.head_dim = 4;
+  return f;
 }
-// what validate() says about a spec: "accepted" or the cplab::Error's message
-std::string verdict(const RunSpec& s) {
+// what the library says about a layer: "accepted", or the message of the cplab::Error the CpSpec
+// constructor throws, naming the rule the fields break
+std::string verdict(const CpFields& f) {
   try {
-    validate(s);
+    const CpSpec checked(f);
     return "accepted";
   } catch (const Error& e) {
     return std::string("cplab::Error: ") + e.what();
@@ -45,17 +47,19 @@ std::string verdict(const RunSpec& s) {
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 8: Ulysses all-to-all: the sequence-head swap",
            "Trade the sequence split for a head split: every rank attends the whole sequence for a few heads.");
-  const RunSpec s = a2a_spec(4, 8, 4);
-  const index_t P = s.cp, S = s.seq, n = S / P, e = 8;
-  const Partition part(s.layout, S, P);
-  const A2aPlan plan = sequence_plan(part);
+  const RunSpec s{.cp = CpSpec(a2a_fields(4, 8, 4)), .backward = true};  // forward + backward, double
+  const CpSpec& cp = s.cp;
+  const index_t P = cp.P(), n = cp.n(), h = cp.h(), hk = cp.hk(), d = cp.d(), dv = cp.dv();
+  const index_t e = 8;  // double: 8 bytes per element
+  const A2aPlan plan = sequence_plan(cp.partition());
   const RunReport rep = run_experiment(s, make_inputs(s));
   const Trace& t = rep.trace;
 
   L.step("before: each rank holds its zigzag tokens, every head (cp 4, 32 tokens, 8 heads, 4 KV heads)");
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < P; ++r)
-    rows.push_back({std::to_string(r), to_string(to_spans(plan.from[r])), "heads 0.." + std::to_string(s.heads - 1), "heads 0.." + std::to_string(s.kv_heads - 1)});
+    rows.push_back({std::to_string(r), to_string(to_spans(plan.from[r])), "heads 0.." + std::to_string(h - 1),
+                    "heads 0.." + std::to_string(hk - 1)});
   table({"rank", "tokens", "Q heads", "KV heads"}, rows);
   std::printf("Attention mixes tokens but never heads: each head is an independent attention. So instead of\n"
               "passing KV around, give every rank ALL tokens of a few heads.\n");
@@ -89,7 +93,7 @@ int main(int argc, char** argv) {
   for (const Event& ev : t.events())
     if (ev.kind == EventKind::tile && ev.phase == Phase::fwd)
       rows.push_back({std::to_string(ev.rank), to_string(to_spans(plan.to[static_cast<size_t>(ev.rank)])), ev.section,
-                      ulysses_section(ev.rank, s.kv_heads / P)});
+                      ulysses_section(ev.rank, hk / P)});
   table({"rank", "tokens", "Q heads (tile section)", "KV heads (ulysses_section)"}, rows);
   std::printf("GQA: query head i uses KV head i / (h/hk) = i / 2, so Q heads 2g, 2g+1 need exactly KV head g.\n");
 
@@ -117,25 +121,29 @@ int main(int argc, char** argv) {
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   show("forward bytes per rank", list(t.bytes_sent_per_rank(&fwd)));
   show("backward bytes per rank", list(t.bytes_sent_per_rank(&bwd)));
-  const std::int64_t a_p = (P - 1) * n * e * (s.heads * s.head_dim + s.kv_heads * s.head_dim + s.kv_heads * s.dv() + s.heads * s.dv()) / P;
+  const std::int64_t a_p = (P - 1) * n * e * (h * d + hk * d + hk * dv + h * dv) / P;
   show("closed form A_P = (P-1)/P * n*e*(h*d + hk*d + hk*dv + h*dv)", a_p);
-  RunSpec ring = s;
-  ring.mode = "p2p";
+  agrees("A_P", a_p, cp.comm_per_rank(e).fwd_bytes);  // the mode table's closed form (mode_table.h)
+  CpFields ring_fields = cp.fields();  // the same layer as a ring
+  ring_fields.mode = Mode::p2p;
+  const RunSpec ring{.cp = CpSpec(ring_fields), .backward = true};
   show("the ring, same spec: forward bytes per rank (P-1) * B_kv", plan_trace(ring).bytes_sent_per_rank(&fwd)[0]);
   std::printf("planned traces (trace_plan.h), 131072 tokens, 32 heads, 8 KV heads of 128, float, forward MiB per rank:\n");
   rows.clear();
-  for (index_t cp : {2, 4, 8}) {
-    RunSpec big = a2a_spec(cp, 32, 8);
-    big.seq = 131072, big.head_dim = 128, big.dtype = "float", big.backward = false;
-    RunSpec bring = big;
-    bring.mode = "p2p";
-    rows.push_back({std::to_string(cp), std::to_string(plan_trace(big).bytes_sent_per_rank(&fwd)[0] >> 20), std::to_string(plan_trace(bring).bytes_sent_per_rank(&fwd)[0] >> 20)});
+  for (index_t big_P : {2, 4, 8}) {
+    CpFields fb = a2a_fields(big_P, 32, 8);  // forward only, float
+    fb.seq = 131072, fb.head_dim = 128;
+    const RunSpec big{.cp = CpSpec(fb), .dtype = "float"};
+    fb.mode = Mode::p2p;
+    const RunSpec bring{.cp = CpSpec(fb), .dtype = "float"};
+    rows.push_back({std::to_string(big_P), std::to_string(plan_trace(big).bytes_sent_per_rank(&fwd)[0] >> 20),
+                    std::to_string(plan_trace(bring).bytes_sent_per_rank(&fwd)[0] >> 20)});
   }
   table({"cp", "a2a", "ring"}, rows);
   std::printf("An all-to-all moves (P-1)/P of the rank's own Q, K, V, O, which shrink as cp grows; a ring rank\n"
               "receives (P-1)/P of the whole sequence's KV, which grows towards all of it.\n");
 
-  L.step("the catch: cp is bounded by the number of heads (validate, experiment.h)");
+  L.step("the catch: cp is bounded by the number of heads (CpSpec, modes/cp_spec.h)");
   struct Case {
     const char* what;
     index_t cp, heads, kv_heads;
@@ -145,7 +153,7 @@ int main(int argc, char** argv) {
                         Case{"cp 4, 8 heads, 2 KV heads, --replicate-kv", 4, 8, 2, true},
                         Case{"cp 16, 8 heads, 8 KV heads", 16, 8, 8, false},
                         Case{"cp 16, 8 heads, 8 KV heads, --replicate-kv", 16, 8, 8, true}}) {
-    RunSpec b = a2a_spec(c.cp, c.heads, c.kv_heads);
+    CpFields b = a2a_fields(c.cp, c.heads, c.kv_heads);
     b.replicate_kv = c.replicate;
     std::printf("%s:\n  %s\n", c.what, verdict(b).c_str());
   }
@@ -153,14 +161,16 @@ int main(int argc, char** argv) {
               "bound by repeating KV heads; nothing lifts the query-heads bound (lesson 9 does, with a ring).\n");
 
   L.step("--replicate-kv: 2 KV heads on 4 ranks, each repeated twice (a real run)");
-  RunSpec rk = a2a_spec(4, 8, 2);
-  rk.replicate_kv = true;
+  CpFields rk_fields = a2a_fields(4, 8, 2);
+  rk_fields.replicate_kv = true;
+  const RunSpec rk{.cp = CpSpec(rk_fields), .backward = true};
   const RunReport rrep = run_experiment(rk, make_inputs(rk));
-  show("kv_replication() (copies of each KV head)", rrep.spec.kv_replication());
+  show("kv_replication() (copies of each KV head)", rrep.spec.cp.kv_replication());
   show("forward bytes per rank, 2 KV heads replicated to 4", rrep.trace.bytes_sent_per_rank(&fwd)[0]);
   show("forward bytes per rank, 4 real KV heads (the run above)", t.bytes_sent_per_rank(&fwd)[0]);
-  RunSpec rring = rk;
-  rring.mode = "p2p", rring.replicate_kv = false;
+  CpFields rring_fields = rk_fields;  // the same layer as a ring (which has no --replicate-kv)
+  rring_fields.mode = Mode::p2p, rring_fields.replicate_kv = false;
+  const RunSpec rring{.cp = CpSpec(rring_fields), .backward = true};
   show("the ring with 2 KV heads never replicates: forward bytes per rank", plan_trace(rring).bytes_sent_per_rank(&fwd)[0]);
   show("max error vs dense (replicas' dK, dV summed back)", rrep.max_error());
   std::printf("Replication costs memory and all-to-all bytes as if the model had 4 KV heads.\n");

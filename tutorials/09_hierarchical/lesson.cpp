@@ -6,18 +6,19 @@
 // heads, 2 KV heads, head dim 4, double. The rank grid (hcp_rank, hcp_inner_members,
 // hcp_ring_members), what every rank holds before and after the inner all-to-all (hcp_inner_plan,
 // hcp_outer_partition, ulysses_section), each ring step by step from the run's TRACE, bytes per rank
-// inside vs across groups against the closed forms, the pure modes at the same size (validate,
-// trace_plan.h), and the errors against dense attention.
+// inside vs across groups against the closed forms (checked against CpSpec::comm_per_rank), the
+// pure modes at the same size (the CpSpec constructor's refusal, trace_plan.h), and the errors
+// against dense attention.
 // What it is not: a hierarchy of its own: the grid, plans, rings, messages and tiles are the
 // reference's (hierarchical_cp.h, ring_p2p.h, ulysses_a2a.h); the lesson reads and sums them.
 #include <cstdio>
 #include <string>
 
-#include "error.h"
-#include "experiment.h"
-#include "hierarchical_cp.h"
+#include "core/error.h"
+#include "run/experiment.h"
+#include "modes/hierarchical_cp.h"
 #include "lesson.h"
-#include "trace_plan.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -35,11 +36,14 @@ std::string ints(const std::vector<int>& v) {
 int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 9: hierarchical a2a+p2p: inner all-to-all, outer ring",
            "An all-to-all inside each group of adjacent ranks, a ring across the groups: cp beyond the KV heads.");
-  RunSpec s;
-  s.mode = "a2a+p2p", s.layout = Layout::zigzag, s.causal = true, s.backward = true;
-  s.cp = 8, s.icp = 2, s.ocp = 4, s.seq = 64, s.heads = 4, s.kv_heads = 2, s.head_dim = 4;  // double
-  const index_t P = s.cp, icp = s.icp, ocp = s.ocp, n = s.seq / P, e = 8;
-  const Partition part(s.layout, s.seq, P);
+  CpFields f;  // P = 8 ranks = ICP 2 x OCP 4, zigzag, causal, S = 64 tokens, h = 4, hk = 2 heads of d = 4
+  f.mode = Mode::a2a_p2p, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = 8, f.icp = 2, f.ocp = 4, f.seq = 64, f.heads = 4, f.kv_heads = 2, f.head_dim = 4;
+  const RunSpec s{.cp = CpSpec(f), .backward = true};  // forward + backward, double
+  const CpSpec& cp = s.cp;
+  const index_t P = cp.P(), icp = cp.icp(), ocp = cp.ocp(), n = cp.n();  // icp x ocp: I x O of the notes
+  const index_t h = cp.h(), hk = cp.hk(), d = cp.d(), dv = cp.dv(), e = 8;  // double: 8 bytes per element
+  const Partition& part = cp.partition();
   const RunReport rep = run_experiment(s, make_inputs(s));
   const Trace& t = rep.trace;
   // the inner position a and the group p of global rank g, read from the library's grid
@@ -63,7 +67,8 @@ int main(int argc, char** argv) {
   L.step("before: zigzag over all 8 ranks (16 chunks of 4 tokens), every head");
   rows.clear();
   for (index_t g = 0; g < P; ++g)
-    rows.push_back({std::to_string(g), "(" + std::to_string(pos_p[g]) + ", " + std::to_string(pos_a[g]) + ")", to_string(part.spans(g)), "heads 0.." + std::to_string(s.heads - 1)});
+    rows.push_back({std::to_string(g), "(" + std::to_string(pos_p[g]) + ", " + std::to_string(pos_a[g]) + ")",
+                    to_string(part.spans(g)), "heads 0.." + std::to_string(h - 1)});
   table({"rank", "(p, a)", "tokens", "Q heads"}, rows);
 
   L.step("forward step 0: the all-to-all inside each group (hcp_inner_plan; bytes from the trace)");
@@ -81,8 +86,8 @@ int main(int argc, char** argv) {
         sent += ev.bytes;
         if (peers.find("->" + std::to_string(ev.peer)) == std::string::npos) peers += (peers.empty() ? "->" : " ->") + std::to_string(ev.peer);
       }
-    rows.push_back({std::to_string(g), to_string(to_spans(got)), ulysses_section(pos_a[g], s.heads / icp), ulysses_section(pos_a[g], s.kv_heads / icp),
-                    peers, std::to_string(sent)});
+    rows.push_back({std::to_string(g), to_string(to_spans(got)), ulysses_section(pos_a[g], h / icp),
+                    ulysses_section(pos_a[g], hk / icp), peers, std::to_string(sent)});
   }
   table({"rank", "tokens after", "Q heads", "KV heads", "q, k, v sent to", "bytes sent"}, rows);
   show("group p now holds super-chunks p and 7-p: the zigzag layout over 4 ranks (hcp_outer_partition)", yes(outer_zigzag));
@@ -124,29 +129,34 @@ int main(int argc, char** argv) {
   table({"phase", "rank", "a2a messages", "a2a bytes (inside)", "p2p messages", "p2p bytes (across)"}, rows);
   std::printf("(ranks 0 and 1 shown; every rank sends alike)\n");
   show("every all-to-all stays inside a group, every p2p message stays in its ring", yes(grid_ok));
-  const std::int64_t a_i = (icp - 1) * n * e * (s.heads * s.head_dim + s.kv_heads * s.head_dim + s.kv_heads * s.dv() + s.heads * s.dv()) / icp;
-  const std::int64_t b_kv = n * s.kv_heads * (s.head_dim + s.dv()) * e;
+  const std::int64_t a_i = (icp - 1) * n * e * (h * d + hk * d + hk * dv + h * dv) / icp;
+  const std::int64_t b_kv = n * hk * (d + dv) * e;
   show("A_I = (I-1)/I * n*e*(h*d + hk*d + hk*dv + h*dv)", a_i);
   show("B_kv = n*hk*(d+dv)*e", b_kv);
   show("forward messages, closed form 4(I-1) + O-1", 4 * (icp - 1) + ocp - 1);
   show("backward messages, closed form 4(I-1) + O", 4 * (icp - 1) + ocp);
   show("forward, closed form A_I + (O-1)*B_kv", a_i + (ocp - 1) * b_kv);
   show("backward, closed form A_I + 2(O-1)*B_kv", a_i + 2 * (ocp - 1) * b_kv);
+  const CommPerRank table_says = cp.comm_per_rank(e);  // the mode table's closed forms (mode_table.h)
+  agrees("forward messages 4(I-1) + O-1", 4 * (icp - 1) + ocp - 1, table_says.fwd_msgs);
+  agrees("backward messages 4(I-1) + O", 4 * (icp - 1) + ocp, table_says.bwd_msgs);
+  agrees("forward bytes A_I + (O-1)*B_kv", a_i + (ocp - 1) * b_kv, table_says.fwd_bytes);
+  agrees("backward bytes A_I + 2(O-1)*B_kv", a_i + 2 * (ocp - 1) * b_kv, table_says.bwd_bytes);
   const Phase fwd = Phase::fwd, bwd = Phase::bwd;
   show("forward bytes per rank (trace)", list(t.bytes_sent_per_rank(&fwd)));
   show("backward bytes per rank (trace)", list(t.bytes_sent_per_rank(&bwd)));
 
   L.step("the same 8 ranks as one ring, or as one all-to-all");
-  RunSpec ring = s, a2a = s;
-  ring.mode = "p2p", ring.icp = ring.ocp = 0;
-  a2a.mode = "a2a", a2a.icp = a2a.ocp = 0;
-  const Trace rt = plan_trace(ring);
+  CpFields ring_fields = cp.fields(), a2a_fields = cp.fields();  // the same layer, one mode over all P ranks
+  ring_fields.mode = Mode::p2p, ring_fields.icp = ring_fields.ocp = 0;
+  a2a_fields.mode = Mode::a2a, a2a_fields.icp = a2a_fields.ocp = 0;
+  const Trace rt = plan_trace(RunSpec{.cp = CpSpec(ring_fields), .backward = true});
   rows.clear();
   rows.push_back({"a2a+p2p 2x4", std::to_string(t.bytes_sent_per_rank()[0]), std::to_string(t.messages_sent_per_rank()[0])});
   rows.push_back({"p2p (ring of 8)", std::to_string(rt.bytes_sent_per_rank()[0]), std::to_string(rt.messages_sent_per_rank()[0])});
   table({"mode", "bytes per rank (fwd + bwd)", "messages per rank"}, rows);
   try {
-    validate(a2a);
+    const CpSpec a2a(a2a_fields);  // the constructor checks the heads rule
     std::printf("a2a over 8: accepted\n");
   } catch (const Error& err) {
     std::printf("a2a over 8: cplab::Error: %s\n", err.what());

@@ -2,22 +2,23 @@
 //
 // What it is: lesson 10's program. Three sequences packed back to back (cu_seqlens 0,12,36,42)
 // split over cp = 3 ranks by zigzag, sequence by sequence: cu_seqlens and the per-token facts
-// (thd.h Packing), padding a batch whose lengths do not divide (real lengths 10, 24, 5), each
-// rank's partitioned indices per sequence and in all (layout.h Partition: seed 000's lists
-// exactly), the RoPE position of every token a rank holds (thd.h rope_positions, cross-checked
-// with TE's formula rope.h te_rope_position, and rotate-then-shard = shard-then-rotate), and a
-// packed ring run checked against dense attention (experiment.h run_experiment).
+// (thd.h Packing), padding a batch whose lengths do not divide (real lengths 10, 24, 5: the
+// packing() of a CpSpec with pad), each rank's partitioned indices per sequence and in all (its
+// partition(), a layout.h Partition: seed 000's lists exactly), the RoPE position of every token a
+// rank holds (thd.h rope_positions, cross-checked with TE's formula rope.h te_rope_position, and
+// rotate-then-shard = shard-then-rotate), and a packed ring run checked against dense attention
+// (experiment.h run_experiment).
 // What it is not: an implementation: every index, position and error comes from reference/; the
 // lesson only slices, prints and compares.
 #include <cmath>
 #include <cstdio>
 
-#include "error.h"
-#include "experiment.h"
-#include "layout.h"
+#include "core/error.h"
+#include "run/experiment.h"
+#include "layout/layout.h"
 #include "lesson.h"
-#include "rope.h"
-#include "thd.h"
+#include "layout/rope.h"
+#include "layout/thd.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -25,7 +26,6 @@ using namespace cplab::lesson;
 namespace {
 
 const index_t kCp = 3;
-
 
 // a list with padding tokens marked *
 std::string marked(const std::vector<index_t>& v, const std::vector<index_t>& tokens, const Packing& pk) {
@@ -61,7 +61,15 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::printf("refused: %s\n", e.what());
   }
-  const Packing pk = Packing::padded(real_cu, layout_factor(Layout::zigzag, kCp));
+  // the layer this lesson runs in step 5, from the real cu_seqlens with pad set: the CpSpec pads them
+  // once, Packing::padded(cu_seqlens, layout_factor(zigzag, cp)), and splits the padded buffer once
+  // (its partition(), step 3)
+  CpFields f;
+  f.mode = Mode::p2p, f.layout = Layout::zigzag, f.cp = kCp;
+  f.cu_seqlens = real_cu, f.pad = true;  // seq stays 0: the packed total
+  f.heads = 4, f.kv_heads = 2, f.head_dim = 16, f.causal = true;
+  const RunSpec spec{.cp = CpSpec(f), .backward = true};  // forward + backward, double
+  const Packing& pk = spec.cp.packing();
   show("cu_seqlens (real)", list(pk.cu_seqlens));
   show("cu_seqlens_padded (offsets in the buffer)", list(pk.cu_seqlens_padded));
   std::vector<index_t> padding;
@@ -71,7 +79,7 @@ int main(int argc, char** argv) {
   std::printf("Padded, the batch has the seed's offsets, so it is split exactly like the seed's.\n");
 
   L.step("each sequence split by zigzag on its own: 2*cp chunks per sequence, rank r keeps chunks r and 2*cp-1-r");
-  const Partition part(Layout::zigzag, pk.cu_seqlens_padded, kCp);
+  const Partition& part = spec.cp.partition();  // Partition(zigzag, cu_seqlens_padded, cp)
   std::vector<std::vector<std::string>> rows;
   for (index_t r = 0; r < kCp; ++r) {
     std::vector<std::string> row{"rank " + std::to_string(r)};
@@ -112,14 +120,6 @@ int main(int argc, char** argv) {
   }
   std::printf("(* = padding: its position is never used, padding sees no key and no key sees it)\n");
   show("TE's fused_rope.cu formula gives the same position for all 42 tokens", yes(te_agrees));
-  RunSpec spec;
-  spec.mode = "p2p";
-  spec.cp = kCp;
-  spec.cu_seqlens = real_cu;
-  spec.pad = true;
-  spec.seq = pk.total();
-  spec.heads = 4, spec.kv_heads = 2, spec.head_dim = 16;
-  spec.causal = true, spec.backward = true;
   const Inputs in = make_inputs(spec);
   Tensor3<double> whole = in.q;  // rotate the whole packed Q with every token's position, then shard
   std::vector<index_t> all_pos;
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   show("every error <= 1e-12", yes(rep.max_error() <= 1e-12));
   show("largest |O|, |dQ|, |dK|, |dV| on padding", rep.padding_max_abs);
   std::int64_t sum = 0;
-  for (std::int64_t f : rep.flops) sum += f;
+  for (std::int64_t fl : rep.flops) sum += fl;
   show("FLOPs per rank (forward + backward)", list(rep.flops));
   show("ranks' FLOPs sum to the dense attention's", yes(sum == rep.dense_flops));
   show("work ratio (max / min over ranks)", rep.work_ratio);

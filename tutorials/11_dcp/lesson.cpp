@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "dcp_bounds.h"
-#include "dcp_cplab.h"
-#include "dcp_megatron.h"
-#include "dcp_schedule.h"
+#include "dcp/dcp_bounds.h"
+#include "dcp/dcp_cplab.h"
+#include "dcp/dcp_megatron.h"
+#include "dcp/dcp_schedule.h"
 #include "lesson.h"
 
 using namespace cplab;

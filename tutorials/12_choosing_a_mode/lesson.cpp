@@ -12,8 +12,8 @@
 #include <cstdio>
 
 #include "lesson.h"
-#include "planner.h"
-#include "trace_plan.h"
+#include "plan/planner.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -50,14 +50,11 @@ PerfAssumptions formula_only(index_t gpus_per_node) {
 
 // the model's forward step 1 (a half-block step of the zigzag ring) at c tokens per rank
 StepTime ring_step(index_t c, const PerfAssumptions& a) {
-  RunSpec s;
-  s.mode = "p2p";
-  s.layout = Layout::zigzag;
-  s.cp = kCp;
-  s.seq = kCp * c;
-  s.heads = kHeads, s.kv_heads = kKvHeads, s.head_dim = kHeadDim;
-  s.causal = true;
-  s.dtype = "float";
+  CpFields f;  // a causal zigzag ring of P = kCp ranks, n = c tokens each
+  f.mode = Mode::p2p, f.layout = Layout::zigzag, f.causal = true;
+  f.cp = kCp, f.seq = kCp * c;
+  f.heads = kHeads, f.kv_heads = kKvHeads, f.head_dim = kHeadDim;
+  const RunSpec s{.cp = CpSpec(f), .dtype = "float"};  // forward only, planned (never run)
   return predict(plan_trace(s), s, a).steps.at(1);
 }
 

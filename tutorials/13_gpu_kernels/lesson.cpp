@@ -2,24 +2,24 @@
 //
 // What it is: lesson 13's program. The kernels (cuda/attention_v1.cu, attention_v2_*.cu) and the
 // reference compute the same attention, but a kernel never sees a whole row of logits: it walks
-// key blocks with an online softmax (reference/softmax_rules.h, the kernels' own rules, run here
-// on the CPU), skips key blocks no query of its block can see (reference/mask_rule.h), keeps its
-// accumulators in fp32 while P is rounded to bf16 for the tensor cores (reference/dtype.h), and
+// key blocks with an online softmax (reference/core/softmax_rules.h, the kernels' own rules, run here
+// on the CPU), skips key blocks no query of its block can see (reference/core/mask_rule.h), keeps its
+// accumulators in fp32 while P is rounded to bf16 for the tensor cores (reference/core/dtype.h), and
 // spreads each 16 x 8 accumulator over the 32 lanes of a warp (cuda/mma_layout.h). On Hopper
 // (kernel v3) tiles arrive by TMA in a 128-byte swizzled layout that wgmma reads through matrix
 // descriptors (cuda/wgmma_layout.h).
-// What it is not: a GPU run (cplab-bench attention and cuda/test_attention.cpp are; they need a
+// What it is not: a GPU run (cplab-bench attention and tests/cuda/test_attention.cpp are; they need a
 // GPU), or the GPU CP modes (cuda/cp/).
 #include <cmath>
 #include <cstdio>
 
 #include "../../cuda/mma_layout.h"
 #include "../../cuda/wgmma_layout.h"
-#include "dense_attention.h"
-#include "dtype.h"
+#include "core/dense_attention.h"
+#include "core/dtype.h"
 #include "lesson.h"
-#include "mask_rule.h"
-#include "softmax_rules.h"
+#include "core/mask_rule.h"
+#include "core/softmax_rules.h"
 
 using namespace cplab;
 using namespace cplab::lesson;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace cplab::lesson {
@@ -52,6 +53,13 @@ std::string fmt(double x) {
 void show(const std::string& name, double x) { std::printf("%s = %s\n", name.c_str(), fmt(x).c_str()); }
 void show(const std::string& name, std::int64_t x) { std::printf("%s = %lld\n", name.c_str(), static_cast<long long>(x)); }
 void show(const std::string& name, const std::string& text) { std::printf("%s = %s\n", name.c_str(), text.c_str()); }
+
+void agrees(const std::string& what, std::int64_t lesson, std::int64_t library) {
+  if (lesson == library) return;
+  std::fprintf(stderr, "lesson error: %s = %lld by the lesson's arithmetic, %lld by the library\n", what.c_str(),
+               static_cast<long long>(lesson), static_cast<long long>(library));
+  std::exit(1);
+}
 
 void show_errors(const RunReport& rep) {
   const std::pair<const char*, const std::optional<double>*> errs[] = {

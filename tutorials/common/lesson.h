@@ -6,7 +6,8 @@
 // Enter first, never hanging when stdin ends), and small printers (vectors, matrices, tables of
 // per-rank values) with fixed formats, so a lesson's README can quote the output and a test can
 // find its key lines. Every number a lesson prints comes from the library (reference/, viz scene
-// data); a lesson never carries its own copy of an algorithm.
+// data); a lesson never carries its own copy of an algorithm, and where it works a closed form out
+// by hand to teach it, agrees() checks that against the library's value.
 // What it is not: a test framework (tutorials/check_lesson.py checks the printed lines), or a UI.
 #pragma once
 
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment.h"
+#include "run/experiment.h"
 
 namespace cplab::lesson {
 
@@ -42,6 +43,9 @@ void show(const std::string& name, std::int64_t x);
 void show(const std::string& name, const std::string& text);
 // "yes" / "no"
 inline std::string yes(bool b) { return b ? "yes" : "no"; }
+// a lesson's own worked arithmetic must equal the library's (e.g. a closed form it derives by hand
+// against CpSpec::comm_per_rank): prints nothing when it does; otherwise says so on stderr, exits 1
+void agrees(const std::string& what, std::int64_t lesson, std::int64_t library);
 // "error of O = ..." for each error the run measured (O, LSE, dQ, dK, dV: max|x - ref| / max|ref|)
 void show_errors(const RunReport& rep);
 // [a, b, c] with fmt()

@@ -3,7 +3,7 @@
 
 #include <imgui.h>
 
-#include "error.h"
+#include "core/error.h"
 #include "render.h"
 
 namespace cplab::viz {

@@ -1,10 +1,16 @@
 // controls.cpp: the run parameters every run view shares, each with its "(?)" help (see app.h).
+//
+// What it is: widgets that edit the run's CpFields as given (app.params.cp); after an edit the app
+// rebuilds the run model, which constructs the CpSpec, and a refused spec leaves the previous model
+// shown with the rule it broke. What it is not: validation (modes/cp_spec.h) or a list of modes (the
+// mode combo lists modes/mode_table.h).
 #include <imgui.h>
 
 #include <cstring>
+#include <vector>
 
 #include "app.h"
-#include "error.h"
+#include "core/error.h"
 
 namespace cplab::viz {
 
@@ -21,13 +27,17 @@ bool input_index(const char* label, index_t& x, const char* tip) {
 }  // namespace
 
 bool run_controls(AppState& app) {
-  RunSpec& s = app.params.run;
+  CpFields& s = app.params.cp;
   bool changed = false;
-  static const char* modes[] = {"p2p", "allgather", "a2a", "a2a+p2p"};
+  const std::vector<ModeInfo>& table = mode_table();
+  static std::vector<const char*> modes;
+  if (modes.empty())
+    for (const ModeInfo& i : table) modes.push_back(i.name);
   int mi = 0;
-  for (int i = 0; i < 4; ++i)
-    if (s.mode == modes[i]) mi = i;
-  if (ImGui::Combo("mode", &mi, modes, 4)) s.mode = modes[mi], changed = true;
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i].mode == s.mode) mi = static_cast<int>(i);
+  if (ImGui::Combo("mode", &mi, modes.data(), static_cast<int>(modes.size())))
+    s.mode = table[static_cast<size_t>(mi)].mode, changed = true;
   help("p2p: ring attention, KV blocks travel rank to rank while Q stays. allgather: every rank gathers all "
        "KV first (Llama 3). a2a: Ulysses, an all-to-all swaps the sequence split for a head split. a2a+p2p: "
        "all-to-all inside groups of icp ranks, ring across ocp groups.");
@@ -41,7 +51,7 @@ bool run_controls(AppState& app) {
   changed |= input_index("heads", s.heads, "Query heads. Ulysses (a2a) needs heads divisible by its all-to-all size.");
   changed |= input_index("kv heads", s.kv_heads, "Key/value heads (GQA when fewer than query heads). They set the bytes a KV block weighs.");
   changed |= input_index("head dim", s.head_dim, "Dimension per head: FLOPs and bytes scale with it.");
-  if (s.mode == "a2a+p2p") {
+  if (s.mode == Mode::a2a_p2p) {
     changed |= input_index("icp", s.icp, "Inner size: ranks per all-to-all group (heads are split icp ways).");
     changed |= input_index("ocp", s.ocp, "Outer size: ranks per ring (icp * ocp must equal cp).");
   }
@@ -68,7 +78,7 @@ bool run_controls(AppState& app) {
   changed |= ImGui::Checkbox("causal", &s.causal);
   help("Causal attention: a query sees only keys at or before it. This is what makes work unbalanced and tiles skippable.");
   ImGui::SameLine();
-  changed |= ImGui::Checkbox("backward", &s.backward);
+  changed |= ImGui::Checkbox("backward", &app.params.backward);
   help("Also trace the backward pass (dQ, dK, dV): KV and dKV travel the ring the other way.");
   if (changed) app.rebuild_run();
   if (!app.run_error.empty()) ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.run_error.c_str());

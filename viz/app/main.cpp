@@ -4,7 +4,9 @@
 //   cplab-viz [run and batch options]                                  the app (needs a display)
 //   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG, then exit
 //   cplab-viz --bench-frames N --view V [...]                           mean CPU time to build a frame
-// Every parameter the app edits has an option here (cplab run's and cplab schedule's names).
+// Every parameter the app edits has an option here (cplab run's and cplab schedule's names); they fill
+// VizParams (model.h), whose CpFields become the run's CpSpec when its model is built.
+// What it is not: the app's frame (app.h) or the validation of a run (modes/cp_spec.h does that).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -12,14 +14,21 @@
 #include <string>
 
 #include "app.h"
-#include "error.h"
+#include "core/error.h"
 #include "gl_output.h"
-#include "thd.h"
+#include "layout/thd.h"
 
 using namespace cplab;
 using namespace cplab::viz;
 
 namespace {
+
+// "p2p | allgather | a2a | a2a+p2p", from the mode table
+std::string mode_choices() {
+  std::string t;
+  for (const ModeInfo& i : mode_table()) t += (t.empty() ? "" : " | ") + std::string(i.name);
+  return t;
+}
 
 std::pair<int, int> parse_size(const std::string& s) {
   const size_t x = s.find('x');
@@ -41,9 +50,9 @@ int main(int argc, char** argv) {
   CLI::App cli{"cplab-viz: context parallelism, drawn from the reference's own layouts, traces and schedules"};
   AppState app;
   VizParams& p = app.params;
-  RunSpec& s = p.run;
+  CpFields& s = p.cp;  // the run as given; RunModel::build constructs (and so validates) its CpSpec
   bool headless = false, controls = false;
-  std::string view = "ring", out, size = "1280x720", layout = "zigzag", cu, phase = "fwd";
+  std::string view = "ring", out, size = "1280x720", mode = to_string(s.mode), layout = "zigzag", cu, phase = "fwd";
   int frames = 3, bench = 0, step = 0;
   long long seed = 0;
   cli.add_flag("--headless", headless, "render one view to --out FILE.png and exit (under xvfb-run without a display)");
@@ -53,7 +62,7 @@ int main(int argc, char** argv) {
   cli.add_flag("--controls", controls, "with --headless: draw the controls pane too");
   cli.add_option("--frames", frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str();
   cli.add_option("--bench-frames", bench, "build N frames without a display and print the mean CPU time per frame");
-  cli.add_option("--mode", s.mode, "p2p | allgather | a2a | a2a+p2p")->capture_default_str();
+  cli.add_option("--mode", mode, mode_choices())->capture_default_str();
   cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
   cli.add_option("--seq", s.seq, "tokens (unpacked)")->capture_default_str();
   cli.add_option("--heads", s.heads, "query heads")->capture_default_str();
@@ -61,7 +70,7 @@ int main(int argc, char** argv) {
   cli.add_option("--head-dim", s.head_dim, "dimension per head")->capture_default_str();
   cli.add_option("--layout", layout, "contiguous | zigzag | striped")->capture_default_str();
   cli.add_flag("--causal,!--no-causal", s.causal, "causal mask (default) or not");
-  cli.add_flag("--backward,!--no-backward", s.backward, "trace the backward too (default) or not");
+  cli.add_flag("--backward,!--no-backward", p.backward, "trace the backward too (default) or not");
   cli.add_option("--icp", s.icp, "a2a+p2p: inner all-to-all size");
   cli.add_option("--ocp", s.ocp, "a2a+p2p: outer ring size");
   cli.add_option("--cu-seqlens", cu, "packed sequences, e.g. 0,12,36,42");
@@ -99,6 +108,7 @@ int main(int argc, char** argv) {
     s.layout = parse_layout(layout);
     if (!cu.empty()) s.cu_seqlens = parse_cu_seqlens(cu);
     const auto [W, H] = parse_size(size);
+    s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
     // build the models the view needs; a broken rule ends here with its message
     if (view == "scheduler") {
       app.sched = SchedModel::build(p);

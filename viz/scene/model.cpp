@@ -6,26 +6,33 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "dcp_batches.h"
-#include "dcp_cplab.h"
-#include "dcp_megatron.h"
-#include "error.h"
-#include "thd.h"
-#include "trace_plan.h"
+#include "dcp/dcp_batches.h"
+#include "dcp/dcp_cplab.h"
+#include "dcp/dcp_megatron.h"
+#include "core/error.h"
+#include "layout/thd.h"
+#include "plan/trace_plan.h"
 
 namespace cplab::viz {
 
-RunSpec VizParams::default_run() {
-  RunSpec s;
-  s.mode = "p2p";
-  s.layout = Layout::zigzag;
-  s.cp = 4;
-  s.seq = 32;
-  s.heads = 8;
-  s.kv_heads = 2;
-  s.head_dim = 64;
-  s.causal = true;
-  s.backward = true;
+CpFields VizParams::default_fields() {
+  CpFields f;
+  f.mode = Mode::p2p;
+  f.layout = Layout::zigzag;
+  f.cp = 4;
+  f.seq = 32;
+  f.heads = 8;
+  f.kv_heads = 2;
+  f.head_dim = 64;
+  f.causal = true;
+  return f;
+}
+
+RunSpec VizParams::run_spec() const {
+  CpFields f = cp;
+  if (!f.cu_seqlens.empty()) f.seq = 0;  // --seq is the unpacked length; packed: the spec takes their total
+  RunSpec s{CpSpec(std::move(f))};
+  s.backward = backward;
   s.dtype = "float";
   return s;
 }
@@ -42,19 +49,9 @@ RunModel RunModel::build(const VizParams& p) {
       throw Error(p.trace_file + ": not JSON: " + e.what());
     }
     m.trace = Trace::from_json(j);
-    m.from_file = true;
-    m.spec = p.run;
-    m.spec.cp = m.trace.cp();
   } else {
-    m.spec = p.run;
-    if (m.spec.packed()) {  // the packed total (after padding) is the sequence length
-      check_cu_seqlens(m.spec.cu_seqlens);
-      m.spec.seq = m.spec.packing().total();
-    }
-    m.trace = plan_trace(m.spec);  // validates the spec (every rule, with its message)
-    m.packing = m.spec.packing();
-    m.part = m.spec.packed() ? Partition(m.spec.layout, m.packing.cu_seqlens_padded, m.spec.cp)
-                             : Partition(m.spec.layout, m.spec.seq, m.spec.cp);
+    m.spec = p.run_spec();          // the CpSpec: every rule of the layer, with its message
+    m.trace = plan_trace(*m.spec);  // the harness's rules, then the events
   }
   m.steps = m.trace.steps();
   const auto& ev = m.trace.events();
@@ -74,14 +71,16 @@ RunModel RunModel::build(const VizParams& p) {
   }
   for (auto& lane : m.lanes)
     std::stable_sort(lane.begin(), lane.end(), [&](size_t a, size_t b) { return m.timed[a].t0 < m.timed[b].t0; });
-  if (!m.from_file) {
-    const std::vector<Layout> all = m.spec.packed() ? std::vector<Layout>{m.spec.layout}
-                                                    : std::vector<Layout>{Layout::contiguous, Layout::zigzag, Layout::striped};
+  if (!m.from_file()) {
+    // THD input: its sequences are laid out one by one, so only the run's layout is drawn
+    const CpSpec& c = m.cp();
+    const std::vector<Layout> all = c.thd() ? std::vector<Layout>{c.layout()}
+                                            : std::vector<Layout>{Layout::contiguous, Layout::zigzag, Layout::striped};
     for (Layout l : all) {
       RunModel::LayoutSpans ls{l, {}, {}};
       try {
-        const Partition part = l == m.spec.layout ? m.part : Partition(l, m.spec.seq, m.spec.cp);
-        for (index_t r = 0; r < m.spec.cp; ++r) ls.spans.push_back(part.spans(r));
+        const Partition part = l == c.layout() ? c.partition() : Partition(l, c.S(), c.P());
+        for (index_t r = 0; r < c.P(); ++r) ls.spans.push_back(part.spans(r));
       } catch (const Error& e) {
         ls.why_not = e.what();
       }

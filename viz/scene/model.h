@@ -1,32 +1,37 @@
 // model.h: what cplab-viz shows, computed once per parameter change by the reference.
 //
-// What it is: VizParams (everything editable in the app and on the command line), and the models
-// the views draw from, each built by the reference and never re-derived here:
-//   RunModel    a CP run (RunSpec validated by experiment.h): its Partition (layout.h), Packing
-//               (thd.h), and its trace from trace_plan.h plan_trace (the events run_experiment would
-//               record, without computing attention, so cp = 64 x 1M tokens is instant), or a trace
-//               file written by `cplab run --trace`
+// What it is: VizParams (everything editable in the app and on the command line: the CpFields of
+// the run as given, not yet validated), and the models the views draw from, each built by the
+// reference and never re-derived here:
+//   RunModel    a CP run: the RunSpec whose CpSpec (modes/cp_spec.h) was constructed, and so
+//               validated, once from VizParams; its Partition and Packing are the CpSpec's own. Its
+//               trace comes from trace_plan.h plan_trace (the events run_experiment would record,
+//               without computing attention, so cp = 64 x 1M tokens is instant), or from a trace
+//               file written by `cplab run --trace` (then there is no spec)
 //   SchedModel  a DCP batch scheduled by Megatron v1 (dcp_megatron.h) and cplab (dcp_cplab.h), with
 //               the lower bound (dcp_bounds.h); the batch comes from --lengths, a distribution in
 //               data/dcp (seeded like `cplab schedule --dist`), or a `cplab schedule --json` file
-// What it is not: drawing (views.h) or the app.
+// What it is not: drawing (views.h), the app, or a second copy of the spec's fields or rules.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "dcp_bounds.h"
-#include "dcp_schedule.h"
-#include "experiment.h"
-#include "trace.h"
+#include "dcp/dcp_bounds.h"
+#include "dcp/dcp_schedule.h"
+#include "run/experiment.h"
+#include "sim/trace.h"
 
 namespace cplab::viz {
 
 struct VizParams {
-  // the CP run (ownership, ring, masks, timeline)
-  RunSpec run = default_run();
+  // the CP run (ownership, ring, masks, timeline), as the options and controls give it. `seq` is the
+  // token count of an unpacked run: with cu_seqlens the spec takes their packed total (seq 0)
+  CpFields cp = default_fields();
+  bool backward = true;    // trace the backward too
   std::string trace_file;  // timeline: a trace file instead of the run's planned trace
   // the DCP batch (scheduler)
   std::int64_t ranks = 8, max_per_rank = 4096;
@@ -36,17 +41,22 @@ struct VizParams {
   std::uint64_t seed = 0;
   std::string schedule_json;  // a `cplab schedule --json` file: its batch, ranks and M
   std::string cost = "overhead", cost_params;
-  static RunSpec default_run();
+  // p2p, zigzag, cp 4, 32 tokens, 8 query heads over 2 KV heads of dim 64, causal
+  static CpFields default_fields();
+  // the run drawn: constructs the CpSpec from `cp` (cplab::Error naming the rule it breaks), the
+  // harness of a planned float trace around it
+  RunSpec run_spec() const;
 };
 
 struct RunModel {
-  RunSpec spec;
-  Partition part{Layout::contiguous, 1, 1};
-  Packing packing;
+  std::optional<RunSpec> spec;  // the run drawn; empty when the trace came from a file
   Trace trace;
-  bool from_file = false;
+  bool from_file() const { return !spec.has_value(); }
+  // the run's CP layer (not from_file()): its partition() and packing() are what the views draw;
+  // where cu_seqlens were given (thd(), even one unpadded sequence) the views draw the sequences
+  const CpSpec& cp() const { return spec.value().cp; }
   std::vector<std::pair<Phase, int>> steps;  // (phase, step) in the order the trace first shows them
-  // ownership: for each layout that fits the run (unpacked: all three; packed: the run's), every
+  // ownership: for each layout that fits the run (one sequence: all three; THD: the run's), every
   // rank's tokens as spans (Partition::spans), computed once; `why_not` holds the rule a layout breaks
   struct LayoutSpans {
     Layout layout;

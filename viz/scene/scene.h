@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "layout.h"
+#include "layout/layout.h"
 
 namespace cplab::viz {
 

@@ -16,17 +16,19 @@ namespace cplab::viz {
 Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   Scene s;
   s.width = W, s.height = H;
-  if (m.from_file) {
+  if (m.from_file()) {
     s.title = "masks: needs a run's parameters, not a trace file";
     return s;
   }
-  const int P = static_cast<int>(m.spec.cp);
-  const index_t S = m.part.seq(), n = m.part.local_len();
-  const bool ring = m.spec.mode == "p2p";
-  s.title = std::string(m.spec.causal ? "causal" : "full") + " mask of " + std::to_string(S) + " tokens, " +
-            to_string(m.spec.layout) + " over " + std::to_string(P) + " ranks";
+  const CpSpec& spec = m.cp();
+  const Partition& part = spec.partition();
+  const int P = static_cast<int>(spec.P());
+  const index_t S = part.seq(), n = part.local_len();
+  const bool ring = spec.mode() == Mode::p2p;
+  s.title = std::string(spec.causal() ? "causal" : "full") + " mask of " + std::to_string(S) + " tokens, " +
+            to_string(spec.layout()) + " over " + std::to_string(P) + " ranks";
   const float side = std::max(40.0f, std::min((W - 50) / 3, H - 60));
-  const Packing* pk = m.spec.packed() ? &m.packing : nullptr;
+  const Packing* pk = spec.thd() ? &spec.packing() : nullptr;
 
   // 1. global mask, rows coloured by owner
   MatrixFrame g{10, 36, side, S};
@@ -34,10 +36,11 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.rect(g.x, g.y, g.x + side, g.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
   const RunModel::LayoutSpans* mine = nullptr;
   for (const auto& ls : m.layouts)
-    if (ls.layout == m.spec.layout && ls.why_not.empty()) mine = &ls;
+    if (ls.layout == spec.layout() && ls.why_not.empty()) mine = &ls;
   for (int r = 0; mine != nullptr && r < P; ++r)
     for (const Span& sp : mine->spans[static_cast<size_t>(r)])
-      draw_block(s, g, sp, Span{0, S, 1}, m.spec.causal, pk, rank_color(r, P), "global_rows", r, "rows of rank " + std::to_string(r));
+      draw_block(s, g, sp, Span{0, S, 1}, spec.causal(), pk, rank_color(r, P), "global_rows", r,
+                 "rows of rank " + std::to_string(r));
 
   // 2. rank order: tile (r, peer) of the forward trace at rows r*n + local rows, columns peer*n + local keys
   const float x2 = g.x + side + 15;
@@ -55,9 +58,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
       if (e->rows.empty() || e->cols.empty()) continue;
       const index_t nq = span_count(e->rows), nk = span_count(e->cols);
-      const index_t q0 = m.part.owner(e->rows[0].begin).local;
+      const index_t q0 = part.owner(e->rows[0].begin).local;
       // ring: keys are the peer's local tokens; other modes: keys in global order
-      const index_t k0 = ring ? e->peer * n + m.part.owner(e->cols[0].begin).local : e->cols[0].begin;
+      const index_t k0 = ring ? e->peer * n + part.owner(e->cols[0].begin).local : e->cols[0].begin;
       const float y0 = g.y + static_cast<float>(r * n + q0) * unit, y1 = y0 + static_cast<float>(nq) * unit;
       const float xa = x2 + static_cast<float>(k0) * unit, xb = xa + static_cast<float>(nk) * unit;
       draw_tile_mask(s, xa, y0, xb, y1, nq, nk, e->mask, rank_color(r, P), "ordered_tile", r, e->section + ", " + e->mask);
@@ -65,9 +68,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   if (v.mx >= x2 && v.mx < x2 + side && v.my >= g.y && v.my < g.y + side) {
     const auto row = static_cast<index_t>((v.my - g.y) / unit), col = static_cast<index_t>((v.mx - x2) / unit);
     s.hover = "rank " + std::to_string(row / n) + ", local query " + std::to_string(row % n) + " (token " +
-              std::to_string(m.part.global(row / n, row % n)) + ")";
+              std::to_string(part.global(row / n, row % n)) + ")";
     if (ring) s.hover += " x rank " + std::to_string(col / n) + "'s local key " + std::to_string(col % n) +
-                         " (token " + std::to_string(m.part.global(col / n, col % n)) + ")";
+                         " (token " + std::to_string(part.global(col / n, col % n)) + ")";
   }
 
   // 3. the tiles by kind
@@ -85,8 +88,8 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const index_t ntot_k = ring ? n : S;
       const float x = x3 + static_cast<float>(ring ? e->peer : static_cast<int>(i)) * cell;
       // the tile's part of the cell: its rows among the rank's n, its keys among the block's
-      const index_t q0 = e->rows.empty() ? 0 : m.part.owner(e->rows[0].begin).local;
-      const index_t k0 = e->cols.empty() ? 0 : (ring ? m.part.owner(e->cols[0].begin).local : e->cols[0].begin);
+      const index_t q0 = e->rows.empty() ? 0 : part.owner(e->rows[0].begin).local;
+      const index_t k0 = e->cols.empty() ? 0 : (ring ? part.owner(e->cols[0].begin).local : e->cols[0].begin);
       const float pad = cell > 6 ? 1.0f : 0.0f;
       const float cx0 = x + pad + (cell - 2 * pad) * static_cast<float>(k0) / static_cast<float>(ntot_k);
       const float cx1 = x + pad + (cell - 2 * pad) * static_cast<float>(k0 + nk) / static_cast<float>(ntot_k);

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hierarchical_cp.h"
-#include "thd.h"
+#include "modes/hierarchical_cp.h"
+#include "layout/thd.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -62,15 +62,16 @@ void layout_strip(Scene& s, const RunModel::LayoutSpans& ls, index_t seq, int P,
 }
 
 std::string token_facts(const RunModel& m, const Partition& part, index_t g) {
+  const CpSpec& spec = m.cp();
   const RankLocal o = part.owner(g);
   std::string t = "token " + std::to_string(g) + ": rank " + std::to_string(o.rank) + ", local index " + std::to_string(o.local);
-  if (m.spec.packed()) {
-    const index_t q = m.packing.seq_of(g);
+  if (spec.thd()) {
+    const index_t q = spec.packing().seq_of(g);
     t += ", sequence " + std::to_string(q);
-    if (!m.packing.real(g)) return t + ", padding (sees nothing, seen by nothing)";
+    if (!spec.packing().real(g)) return t + ", padding (sees nothing, seen by nothing)";
   }
   // the RoPE position: thd.h rope_positions (the position within its sequence)
-  const std::vector<index_t> pos = rope_positions(part, m.packing, o.rank);
+  const std::vector<index_t> pos = rope_positions(part, spec.packing(), o.rank);
   return t + ", RoPE position " + std::to_string(pos[static_cast<size_t>(o.local)]);
 }
 
@@ -79,30 +80,33 @@ std::string token_facts(const RunModel& m, const Partition& part, index_t g) {
 Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
   Scene s;
   s.width = W, s.height = H;
-  if (m.from_file) {
+  if (m.from_file()) {
     s.title = "ownership: needs a run's parameters, not a trace file";
     return s;
   }
-  const int P = static_cast<int>(m.spec.cp);
-  const index_t S = m.part.seq();
+  const CpSpec& spec = m.cp();
+  const Partition& part = spec.partition();
+  const int P = static_cast<int>(spec.P());
+  const index_t S = part.seq();
   s.title = "Who owns which tokens: " + human_count(static_cast<double>(S)) + " tokens over cp = " + std::to_string(P) +
-            " ranks (" + std::to_string(m.part.local_len()) + " per rank)";
+            " ranks (" + std::to_string(part.local_len()) + " per rank)";
   const float x0 = kLabelW, w = std::max(10.0f, W - kLabelW - 10);
   float y = 8;
   s.text(8, y, "token 0", kLight);
   s.text(x0 + w - 90, y, "token " + std::to_string(S - 1), kLight);
   y += 18;
-  // packed sequences and their padding
-  if (m.spec.packed()) {
+  // packed sequences (cu_seqlens given, even one) and their padding
+  if (spec.thd()) {
+    const Packing& pk = spec.packing();
     s.text(8, y + 5, "sequences", kText);
-    for (index_t q = 0; q < m.packing.num_seqs(); ++q) {
-      const auto a = static_cast<double>(m.packing.cu_seqlens_padded[static_cast<size_t>(q)]);
-      const auto e = a + static_cast<double>(m.packing.length(q));
-      const auto b = static_cast<double>(m.packing.cu_seqlens_padded[static_cast<size_t>(q) + 1]);
+    for (index_t q = 0; q < pk.num_seqs(); ++q) {
+      const auto a = static_cast<double>(pk.cu_seqlens_padded[static_cast<size_t>(q)]);
+      const auto e = a + static_cast<double>(pk.length(q));
+      const auto b = static_cast<double>(pk.cu_seqlens_padded[static_cast<size_t>(q) + 1]);
       auto X = [&](double t) { return x0 + static_cast<float>(t / static_cast<double>(S) * w); };
       const Rgba c = q % 2 == 0 ? Rgba{150, 150, 160, 255} : Rgba{105, 105, 118, 255};
       s.rect(X(a), y, X(e), y + kStripH, c, kBackground, "sequence", static_cast<int>(q));
-      s.prims.back().info = "sequence " + std::to_string(q) + ": " + std::to_string(m.packing.length(q)) + " tokens";
+      s.prims.back().info = "sequence " + std::to_string(q) + ": " + std::to_string(pk.length(q)) + " tokens";
       if (b > e) {
         s.rect(X(e), y, X(b), y + kStripH, Rgba{45, 45, 50, 255}, Rgba{200, 80, 80, 255}, "padding", static_cast<int>(q));
         s.prims.back().info = "padding of sequence " + std::to_string(q) + ": " + fixed(b - e, 0) + " tokens";
@@ -114,7 +118,7 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
   // one binned strip per layout
   const float strips_y = y;
   for (const RunModel::LayoutSpans& ls : m.layouts) {
-    const bool mine = ls.layout == m.spec.layout;
+    const bool mine = ls.layout == spec.layout();
     s.text(8, y + 5, to_string(ls.layout) + (mine ? " *" : ""), mine ? kWhite : kLight);
     if (ls.why_not.empty()) layout_strip(s, ls, S, P, x0, y, w);
     else s.text(x0 + 4, y + 5, "not possible: " + ls.why_not, Rgba{230, 120, 120, 255});
@@ -126,8 +130,7 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
     const auto row = static_cast<size_t>((v.my - strips_y) / (kStripH + kGap));
     if (row < m.layouts.size() && m.layouts[row].why_not.empty()) {
       const Layout l = m.layouts[row].layout;
-      const Partition part = l == m.spec.layout ? m.part : Partition(l, m.spec.seq, m.spec.cp);
-      s.hover = to_string(l) + ": " + token_facts(m, part, g);
+      s.hover = to_string(l) + ": " + token_facts(m, l == spec.layout() ? part : Partition(l, spec.S(), spec.P()), g);
     }
   }
   // token-level zoom of the run's layout
@@ -138,8 +141,8 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.text(8, y + 16, std::to_string(z0) + ".." + std::to_string(z0 + Z - 1), kLight);
   for (index_t i = 0; i < Z; ++i) {
     const index_t g = z0 + i;
-    const RankLocal o = m.part.owner(g);
-    const bool real = !m.spec.packed() || m.packing.real(g);
+    const RankLocal o = part.owner(g);
+    const bool real = !spec.thd() || spec.packing().real(g);
     const float cx = x0 + static_cast<float>(i) * cw;
     const Rgba c = real ? rank_color(static_cast<int>(o.rank), P) : Rgba{45, 45, 50, 255};
     s.rect(cx, y, cx + cw - 1, y + 2 * kStripH, c, kNone, "token", static_cast<int>(o.rank));
@@ -149,13 +152,13 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
       s.text(cx + 2, y + 3, "r" + std::to_string(o.rank), kBlack);
       if (cw >= 18 || o.local < 100) s.text(cx + 2, y + 3 + kStripH, std::to_string(o.local), Rgba{40, 40, 40, 255});
     }
-    if (v.mx >= cx && v.mx < cx + cw && v.my >= y && v.my < y + 2 * kStripH) s.hover = token_facts(m, m.part, g);
+    if (v.mx >= cx && v.mx < cx + cw && v.my >= y && v.my < y + 2 * kStripH) s.hover = token_facts(m, part, g);
   }
   s.text(x0, y + 2 * kStripH + 2, "top: owning rank, bottom: index in that rank's local buffer", kLight);
   y += 2 * kStripH + 24;
   // hierarchical: inner all-to-all groups (contiguous ranks) and outer rings (strided ranks)
-  if (m.spec.mode == "a2a+p2p" && m.spec.icp > 0 && m.spec.ocp > 0) {
-    const index_t icp = m.spec.icp, ocp = m.spec.ocp;
+  if (spec.mode() == Mode::a2a_p2p) {  // the spec has icp x ocp = cp
+    const index_t icp = spec.icp(), ocp = spec.ocp();
     s.text(8, y, "a2a+p2p: " + std::to_string(icp) + " x " + std::to_string(ocp), kText);
     const float cell = std::min(36.0f, std::min(w / static_cast<float>(ocp) - 6, (H - y - 40) / static_cast<float>(icp) - 4));
     for (index_t a = 0; a < icp; ++a) {

@@ -12,7 +12,7 @@
 #include <set>
 #include <tuple>
 
-#include "hierarchical_cp.h"
+#include "modes/hierarchical_cp.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -30,34 +30,37 @@ std::pair<int, int> heads_of(const std::string& section) {
 // the transpose of an all-to-all: (token bins x heads) coloured by holder, before and after
 void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*>& after_tiles, float x, float y,
                      float w, float h) {
-  const int P = static_cast<int>(m.spec.cp);
-  const int heads = static_cast<int>(m.spec.heads);
-  const int bins = std::max(1, std::min<int>(static_cast<int>(m.part.seq()), static_cast<int>(h - 30)));
+  const CpSpec& spec = m.cp();
+  const Partition& part = spec.partition();
+  const int P = static_cast<int>(spec.P());
+  const int heads = static_cast<int>(spec.h());
+  const int bins = std::max(1, std::min<int>(static_cast<int>(part.seq()), static_cast<int>(h - 30)));
   const float gw = (w - 30) / 2, cw = gw / static_cast<float>(heads), ch = (h - 30) / static_cast<float>(bins);
   s.text(x, y, "before: rank of each (token, head)", kText);
   s.text(x + gw + 30, y, "after: rank of each (token, head)", kText);
   for (int b = 0; b < bins; ++b) {
-    const index_t g = static_cast<index_t>(b) * m.part.seq() / bins;
-    const int r = static_cast<int>(m.part.owner(g).rank);
+    const index_t g = static_cast<index_t>(b) * part.seq() / bins;
+    const int r = static_cast<int>(part.owner(g).rank);
     s.rect(x, y + 20 + static_cast<float>(b) * ch, x + gw, y + 20 + static_cast<float>(b + 1) * ch, rank_color(r, P), kNone, "a2a_before", r);
   }
   // after: from the compute tiles, rows (tokens) x the head group the rank holds
   for (const Event* e : after_tiles) {
     auto [h0, h1] = heads_of(e->section);
-    if (h0 < 0 && m.spec.mode == "a2a+p2p") {  // ring a of hierarchical CP holds head group a
-      for (index_t a = 0; a < m.spec.icp; ++a) {
-        const auto ring = hcp_ring_members(m.spec.icp, m.spec.ocp, a);
+    if (h0 < 0 && spec.mode() == Mode::a2a_p2p) {  // ring a of hierarchical CP holds head group a
+      for (index_t a = 0; a < spec.icp(); ++a) {
+        const auto ring = hcp_ring_members(spec.icp(), spec.ocp(), a);
         if (std::find(ring.begin(), ring.end(), e->rank) != ring.end()) {
-          const int hg = static_cast<int>(m.spec.heads / m.spec.icp);
+          const int hg = static_cast<int>(spec.h() / spec.icp());
           h0 = static_cast<int>(a) * hg, h1 = h0 + hg - 1;
         }
       }
     }
     if (h0 < 0) continue;
     for (const Span& sp : e->rows) {
-      const float y0 = y + 20 + static_cast<float>(static_cast<double>(sp.begin) / static_cast<double>(m.part.seq()) * (h - 30));
+      const float y0 =
+          y + 20 + static_cast<float>(static_cast<double>(sp.begin) / static_cast<double>(part.seq()) * (h - 30));
       const float y1 = y + 20 + static_cast<float>(static_cast<double>(sp.begin + (sp.count - 1) * sp.stride + 1) /
-                                                   static_cast<double>(m.part.seq()) * (h - 30));
+                                                   static_cast<double>(part.seq()) * (h - 30));
       s.rect(x + gw + 30 + static_cast<float>(h0) * cw, y0, x + gw + 30 + static_cast<float>(h1 + 1) * cw, std::max(y1, y0 + 1),
              rank_color(e->rank, P), kNone, "a2a_after", e->rank);
     }
@@ -88,15 +91,16 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
              std::to_string(m.steps.size()) + ")";
 
   // left: the attention matrix
-  const index_t S = m.from_file ? 0 : m.part.seq();
+  const index_t S = m.from_file() ? 0 : m.cp().S();
   const float side = std::max(40.0f, std::min(H - 30, W * 0.52f));
   MatrixFrame f{10, 20, side, std::max<index_t>(1, S)};
   const bool a2a_step = std::any_of(sends.begin(), sends.end(), [](const Event* e) { return e->op == "all_to_all"; });
   if (S > 0 && !a2a_step) {
     s.rect(f.x, f.y, f.x + side, f.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
     s.text(f.x, 2, "keys (global position) ->   queries down", kLight);
-    const bool causal = m.spec.causal;
-    const Packing* pk = m.spec.packed() ? &m.packing : nullptr;
+    const CpSpec& spec = m.cp();
+    const bool causal = spec.causal();
+    const Packing* pk = spec.thd() ? &spec.packing() : nullptr;
     // ranks computing the same (query, key) block for different heads (Ulysses, the inner groups of
     // a2a+p2p): drawn translucent so every rank's colour shows
     std::set<std::tuple<index_t, index_t, index_t, index_t>> seen;
@@ -136,7 +140,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       s.hover += who.empty() ? "no tile at this step" : who;
     }
   }
-  if (a2a_step && !m.from_file) {
+  if (a2a_step && !m.from_file()) {
     // the all-to-all's transpose; "after" = the tiles of the neighbouring compute step
     std::vector<const Event*> after;
     for (const auto& st : m.steps) {

@@ -1,0 +1,102 @@
+// dtype.cpp: DType names and host conversions (see dtype.h). Bit-exact round to nearest even.
+#include "core/dtype.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace cplab {
+
+namespace {
+
+std::uint16_t f32_to_bf16(float f) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);  // NaN stays NaN (quiet)
+  u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest even; overflow carries into inf
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+std::uint16_t f32_to_f16(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return sign | 0x7E00u;                 // NaN
+  if (x >= 0x477FF000u) return sign | 0x7C00u;                // >= 65520 (and inf): inf
+  if (x < 0x38800000u) {                                      // below 2^-14: a subnormal half or 0
+    const float q = std::bit_cast<float>(x) * 16777216.0f;    // in units of 2^-24, exact
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(q)));  // 1024 = 2^-14, normal
+  }
+  std::uint32_t u = x - (112u << 23);        // rebias the exponent (127 -> 15)
+  u += 0xFFFu + ((u >> 13) & 1u);            // round 23 -> 10 mantissa bits to nearest even
+  return static_cast<std::uint16_t>(sign | (u >> 13));
+}
+
+float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = (static_cast<std::uint32_t>(h) & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0) {  // zero or subnormal: m * 2^-24
+    const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) | sign);
+  }
+  if (e == 31) return std::bit_cast<float>(sign | 0x7F800000u | (m << 13));  // inf / NaN
+  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+}  // namespace
+
+std::string to_string(DType t) {
+  switch (t) {
+    case DType::f32: return "fp32";
+    case DType::f16: return "fp16";
+    case DType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32" || s == "fp32") return DType::f32;
+  if (s == "f16" || s == "fp16") return DType::f16;
+  if (s == "bf16") return DType::bf16;
+  throw Error("dtype '" + s + "' is not one of: fp32, fp16, bf16");
+}
+
+std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+
+std::vector<std::byte> to_dtype(const std::vector<double>& x, DType t) {
+  std::vector<std::byte> out(x.size() * dtype_size(t));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto f = static_cast<float>(x[i]);
+    if (t == DType::f32) {
+      std::memcpy(out.data() + 4 * i, &f, 4);
+    } else {
+      const std::uint16_t h = t == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<double> from_dtype(const std::vector<std::byte>& bytes, DType t) {
+  const size_t n = bytes.size() / dtype_size(t);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t == DType::f32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      out[i] = f;
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      out[i] = t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+  }
+  return out;
+}
+
+double round_to(double x, DType t) { return from_dtype(to_dtype({x}, t), t)[0]; }
+
+}  // namespace cplab

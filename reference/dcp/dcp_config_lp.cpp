@@ -1,0 +1,312 @@
+// dcp_config_lp.cpp: column generation over rank patterns (see dcp_config_lp.h).
+#include "dcp/dcp_config_lp.h"
+#include "core/util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cplab {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr int kGrid = 1024;     // big sizes' times rounded down to T / kGrid
+constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
+constexpr int kPatterns = 1000;  // patterns added at most, over all T
+constexpr int kPerStep = 150;   // patterns added at most for one T
+
+using Jobs = std::vector<std::vector<SizeOption>>;
+
+// the restricted dual LP: max sum x subject to rows a . x <= 1, x >= 0, as a dense tableau in
+// canonical form (columns: the n variables, then one slack per row; rhs: the rows' values). Rows
+// whose slack is basic and positive (constraints not tight) are dropped after each addition.
+struct Tableau {
+  size_t n;
+  std::vector<std::vector<double>> rows;
+  std::vector<double> rhs;
+  std::vector<size_t> basic;  // [row] its basic column
+  std::vector<double> obj;    // reduced costs (optimal when all >= 0)
+  double value = 0;           // the objective, sum x
+  size_t cols() const { return obj.size(); }
+  // a new row with its own slack column (coefficient 1 there), basic in that slack
+  void append(std::vector<double> row, double b) {
+    for (std::vector<double>& r : rows) r.push_back(0.0);
+    obj.push_back(0.0);
+    row.resize(cols(), 0.0);
+    row.back() = 1;
+    rows.push_back(std::move(row));
+    rhs.push_back(b);
+    basic.push_back(cols() - 1);
+  }
+  void pivot(size_t r, size_t j) {
+    std::vector<double>& pr = rows[r];
+    const double d = pr[j];
+    for (double& x : pr) x /= d;
+    rhs[r] /= d;
+    for (size_t q = 0; q < rows.size(); ++q) {
+      if (q == r || rows[q][j] == 0) continue;
+      const double f = rows[q][j];
+      for (size_t k = 0; k < pr.size(); ++k) rows[q][k] -= f * pr[k];
+      rhs[q] -= f * rhs[r];
+    }
+    const double f = obj[j];
+    for (size_t k = 0; k < pr.size(); ++k) obj[k] -= f * pr[k];
+    value -= f * rhs[r];
+    basic[r] = j;
+  }
+  void drop_slack_rows() {
+    for (size_t q = rows.size(); q-- > 0;) {
+      const size_t j = basic[q];
+      if (j < n || rhs[q] <= 1e-7) continue;
+      rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(q));
+      rhs.erase(rhs.begin() + static_cast<std::ptrdiff_t>(q));
+      basic.erase(basic.begin() + static_cast<std::ptrdiff_t>(q));
+      for (std::vector<double>& r : rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(j));
+      obj.erase(obj.begin() + static_cast<std::ptrdiff_t>(j));
+      for (size_t& b : basic) b -= b > j ? 1 : 0;
+    }
+  }
+  // adds a . x <= 1 and restores optimality by dual simplex; false on numerical trouble
+  bool add(const std::vector<double>& a) {
+    std::vector<double> row(a.begin(), a.end());
+    row.resize(cols(), 0.0);
+    double b = 1;
+    for (size_t q = 0; q < rows.size(); ++q) {
+      const double f = row[basic[q]];
+      if (f == 0) continue;
+      for (size_t k = 0; k < row.size(); ++k) row[k] -= f * rows[q][k];
+      b -= f * rhs[q];
+    }
+    append(std::move(row), b);
+    for (int it = 0; it < 500; ++it) {
+      size_t r = rows.size();
+      double worst = -kRelTol;
+      for (size_t q = 0; q < rows.size(); ++q)
+        if (rhs[q] < worst) worst = rhs[q], r = q;
+      if (r == rows.size()) {
+        drop_slack_rows();
+        return true;
+      }
+      size_t enter = cols();
+      double ratio = std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < cols(); ++j)
+        if (rows[r][j] < -1e-12 && std::max(obj[j], 0.0) / -rows[r][j] < ratio) ratio = std::max(obj[j], 0.0) / -rows[r][j], enter = j;
+      if (enter == cols()) return false;
+      pivot(r, enter);
+    }
+    return false;
+  }
+  std::vector<double> weights() const {
+    std::vector<double> x(n, 0.0);
+    for (size_t q = 0; q < rows.size(); ++q)
+      if (basic[q] < n) x[basic[q]] = std::max(0.0, rhs[q]);
+    return x;
+  }
+};
+
+// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample)
+double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, std::vector<double>& pattern) {
+  const double u = T / kGrid;
+  struct Small {
+    size_t i;
+    double v, t, c;
+  };
+  std::vector<Small> small;
+  std::vector<double> dp(kGrid + 1, kNegInf), next;
+  dp[0] = 0;
+  std::vector<std::vector<signed char>> choice;  // [big sample][k] option index or -1
+  std::vector<size_t> big_of;                     // [big sample] sample index
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (pi[i] <= 0) continue;
+    bool has_big = false;
+    for (size_t o = 0; o < jobs[i].size(); ++o) {
+      const auto& [c, t] = jobs[i][o];
+      if (t > T) continue;
+      if (t >= kBig * T) {
+        if (!has_big) next = dp, choice.emplace_back(kGrid + 1, -1), big_of.push_back(i), has_big = true;
+        const int w = static_cast<int>(std::floor(t / u));
+        const double v = pi[i] / static_cast<double>(c);
+        for (int k = w; k <= kGrid; ++k)
+          if (dp[static_cast<size_t>(k - w)] + v > next[static_cast<size_t>(k)])
+            next[static_cast<size_t>(k)] = dp[static_cast<size_t>(k - w)] + v, choice.back()[static_cast<size_t>(k)] = static_cast<signed char>(o);
+      } else {
+        small.push_back({i, pi[i] / static_cast<double>(c), t, static_cast<double>(c)});
+      }
+    }
+    if (has_big) dp.swap(next);
+  }
+  std::sort(small.begin(), small.end(), [](const Small& a, const Small& b) { return a.v * b.t > b.v * a.t; });
+  // fill(cap): the fractional knapsack of the small sizes, as prefix sums
+  std::vector<double> pt(small.size() + 1, 0.0), pv(small.size() + 1, 0.0);
+  for (size_t q = 0; q < small.size(); ++q) pt[q + 1] = pt[q] + small[q].t, pv[q + 1] = pv[q] + small[q].v;
+  auto fill = [&](double cap) {
+    const size_t q = static_cast<size_t>(std::upper_bound(pt.begin(), pt.end(), cap) - pt.begin()) - 1;
+    return q >= small.size() ? pv[q] : pv[q] + small[q].v * (cap - pt[q]) / small[q].t;
+  };
+  double V = kNegInf;
+  int kb = 0;
+  for (int k = 0; k <= kGrid; ++k) {
+    if (dp[static_cast<size_t>(k)] == kNegInf) continue;
+    const double val = dp[static_cast<size_t>(k)] + fill(std::max(0.0, T - k * u));
+    if (val > V) V = val, kb = k;
+  }
+  pattern.assign(jobs.size(), 0.0);
+  double cap = std::max(0.0, T - kb * u);
+  for (const Small& x : small) {
+    if (cap <= 0) break;
+    const double f = std::min(1.0, cap / x.t);
+    pattern[x.i] += f / x.c;
+    cap -= f * x.t;
+  }
+  for (size_t b = choice.size(); b-- > 0;) {
+    const int o = choice[b][static_cast<size_t>(kb)];
+    if (o < 0) continue;
+    const auto& [c, t] = jobs[big_of[b]][static_cast<size_t>(o)];
+    pattern[big_of[b]] += 1.0 / static_cast<double>(c);
+    kb -= static_cast<int>(std::floor(t / u));
+  }
+  return V;
+}
+
+}  // namespace
+
+double config_lp_raise(const Jobs& jobs, std::int64_t N, double T0, double step, int steps) {
+  const size_t n = jobs.size();
+  const double limit = static_cast<double>(N) * (1 + kRelTol);
+  // LP variables: one weight per sample with a size of t >= kBig * T0, and one shared weight lam
+  // for the others, pi_i = lam * (least work of i) (fewer variables; any weights are valid)
+  std::vector<size_t> var(n);
+  std::vector<double> scale(n, 1.0);
+  size_t nv = 0, lam = n;
+  for (size_t i = 0; i < n; ++i) {
+    double tmax = 0, work = std::numeric_limits<double>::infinity();
+    for (const auto& [c, t] : jobs[i]) tmax = std::max(tmax, t), work = std::min(work, static_cast<double>(c) * t);
+    if (tmax >= kBig * T0) {
+      var[i] = nv++;
+    } else {
+      if (lam == n) lam = nv++;
+      var[i] = lam, scale[i] = work;
+    }
+  }
+  Tableau tab{nv, {}, {}, {}, std::vector<double>(nv, 0.0), 0};
+  auto to_row = [&](const std::vector<double>& per_sample) {
+    std::vector<double> row(nv, 0.0);
+    for (size_t i = 0; i < n; ++i) row[var[i]] += per_sample[i] * scale[i];
+    return row;
+  };
+  auto to_pi = [&](const std::vector<double>& x) {
+    std::vector<double> pi(n);
+    for (size_t i = 0; i < n; ++i) pi[i] = x[var[i]] * scale[i];
+    return pi;
+  };
+  std::vector<double> smallest(n, 0);  // [sample] smallest size meeting the current T
+  std::vector<char> has_row(nv, 0);
+  std::vector<double> center(nv, 0.0), query(nv), pattern;
+  double proven = 0;
+  int added = 0;
+  for (int k = 1; k <= steps; ++k) {
+    const double T = T0 * std::pow(1 + step, k);
+    // the pattern of sample i alone at its smallest size c meeting T: pi_i / c <= 1 (again, tighter,
+    // when a larger T lets it use a smaller size)
+    for (size_t i = 0; i < n; ++i) {
+      double c = 0;
+      for (const auto& [ci, ti] : jobs[i])
+        if (ti <= T && (c == 0 || static_cast<double>(ci) < c)) c = static_cast<double>(ci);
+      if (c == 0) {  // no size meets T
+        proven = T;
+        break;
+      }
+      if (smallest[i] == c) continue;
+      smallest[i] = c;
+      const double coef = scale[i] / c;  // row: coef * x_var <= 1
+      if (!has_row[var[i]]) {  // first row of this variable: it is basic there, solved as it stands
+        // x_v + s / coef = 1 / coef with x_v basic; objective x_v = 1 / coef - s / coef
+        std::vector<double> row(nv, 0.0);
+        row[var[i]] = 1;
+        tab.append(std::move(row), 1 / coef);
+        tab.rows.back().back() = 1 / coef;
+        tab.basic.back() = var[i];
+        tab.obj[var[i]] = 0;
+        tab.obj.back() = 1 / coef;
+        tab.value += 1 / coef;
+        has_row[var[i]] = 1;
+      } else {
+        std::vector<double> a(nv, 0.0);
+        a[var[i]] = coef;
+        if (!tab.add(a)) return proven;
+      }
+    }
+    if (proven == T) continue;
+    if (k == 1) {
+      // first patterns: the ranks of a first-fit-decreasing packing of the samples' copies, each
+      // at its least-work size meeting T (a sample's copies on distinct ranks)
+      std::vector<std::pair<double, size_t>> items;  // (t, sample), c copies each
+      std::vector<double> csize(n, 0);
+      for (size_t i = 0; i < n; ++i) {
+        double bw = std::numeric_limits<double>::infinity(), bt = 0, bc = 0;
+        for (const auto& [ci, ti] : jobs[i])
+          if (ti <= T && static_cast<double>(ci) * ti < bw) bw = static_cast<double>(ci) * ti, bt = ti, bc = static_cast<double>(ci);
+        csize[i] = bc;
+        for (int q = 0; q < static_cast<int>(bc); ++q) items.push_back({bt, i});
+      }
+      std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+      std::vector<double> room;
+      std::vector<std::vector<double>> bins;
+      for (const auto& [t, i] : items) {
+        size_t b = 0;
+        while (b < bins.size() && (room[b] < t || bins[b][i] > 0)) ++b;
+        if (b == bins.size()) room.push_back(T), bins.emplace_back(n, 0.0);
+        room[b] -= t;
+        bins[b][i] = 1.0 / csize[i];
+      }
+      for (size_t b = 0; b < bins.size() && b < static_cast<size_t>(N); ++b)
+        if (!tab.add(to_row(bins[b]))) return proven;
+      for (size_t i = 0; i < n; ++i) {  // the area weights: pi_i = least c t (lam = 1)
+        double w = std::numeric_limits<double>::infinity();
+        for (const auto& [ci, ti] : jobs[i]) w = std::min(w, static_cast<double>(ci) * ti);
+        center[var[i]] = var[i] == lam ? 1.0 : w;
+      }
+    }
+    // Wentges smoothing: weights are asked at a mix of the best certificate so far (scaled to
+    // V = 1) and the LP's weights; the patterns found are added while the LP's weights violate them
+    double center_sum = 0;
+    {
+      const std::vector<double> pi = to_pi(center);
+      const double V0 = best_pattern(jobs, pi, T, pattern);
+      if (!(V0 > 0)) return proven;
+      for (double& x : center) x /= V0;
+      for (double x : pi) center_sum += x / V0;
+    }
+    for (int round = 0; round < kPerStep && added < kPatterns && center_sum <= limit; ++round) {
+      if (tab.value <= limit) return proven;  // even the restricted LP cannot exceed N
+      const std::vector<double> x = tab.weights();
+      int cuts = 0;
+      for (int attempt = 0; attempt < 2 && center_sum <= limit; ++attempt) {
+        const double alpha = attempt == 0 ? 0.9 : 0.0;
+        for (size_t v = 0; v < nv; ++v) query[v] = alpha * center[v] + (1 - alpha) * x[v];
+        const std::vector<double> pi = to_pi(query);
+        double sum = 0;
+        for (double y : pi) sum += y;
+        const double V = best_pattern(jobs, pi, T, pattern);
+        if (V > 0 && sum / V > center_sum) {
+          center_sum = sum / V;
+          for (size_t v = 0; v < nv; ++v) center[v] = query[v] / V;
+        }
+        const std::vector<double> row = to_row(pattern);
+        double viol = 0;
+        for (size_t v = 0; v < nv; ++v) viol += row[v] * x[v];
+        if (viol > 1 + kRelTol) {  // a pattern that cuts the LP's weights off
+          if (!tab.add(row)) return proven;
+          ++cuts, ++added;
+        }
+      }
+      if (center_sum <= limit && cuts == 0) return proven;  // the LP's weights are feasible
+    }
+    if (center_sum <= limit) return proven;
+    proven = T;
+  }
+  return proven;
+}
+
+}  // namespace cplab

@@ -1,0 +1,41 @@
+// dcp_config_lp.h: the rank-pattern (configuration) LP test for DCP lower bounds.
+//
+// What it is: a test that a makespan T is too short, stronger than the dual feasible functions of
+// dcp_bounds.h. In any schedule of makespan <= T, rank r runs a set P_r of distinct samples (the
+// samples of the groups it belongs to), one after another, so sum_{i in P_r} t(L_i, c_i) <= T: a
+// "pattern". For any weights pi_i >= 0, let V = the largest sum_{(i, c) in P} pi_i / c over
+// patterns P (a set of distinct samples, each with a size c it may use, sum of t <= T). Sample i
+// runs on c_i ranks and gives pi_i / c_i to each, so sum_i pi_i = sum_r sum_{i in P_r} pi_i / c_i
+// <= N V. Hence sum_i pi_i > N V proves T too short, whatever pi is (it is the LP dual of covering
+// every sample with N patterns; Gilmore-Gomory for bin packing). V is over-estimated, which keeps
+// the test valid: sizes with t >= T/16 ("big") go through an exact dynamic programme on t rounded
+// DOWN to T/1024 (so every real pattern is still admitted), the others are added fractionally by
+// value per time (the LP relaxation of a knapsack is at least its optimum), and a sample may be
+// counted once among the big sizes and again among the small ones (more patterns, larger V).
+// The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
+// the patterns found so far; a dense tableau, dual simplex after each added pattern, slack rows
+// dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
+// (Wentges smoothing), the dynamic programme gives V and the pattern reaching it, which is added
+// while it cuts the LP's weights off. Samples whose every size has t < T0/16 share one weight
+// pi_i = lam * (least work of i) (fewer variables; restricting the weights keeps the test
+// valid). It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
+// weights can prove it: the full LP has more constraints), or after a fixed number of patterns
+// (not proven).
+// What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact: rounding
+// and the fractional small sizes make V larger than the true pattern maximum.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dcp/dcp_cost.h"
+
+namespace cplab {
+
+// jobs[i] = the (size c, time t) pairs sample i may use. Tries T = T0 (1 + step)^k, k = 1..steps,
+// in turn (patterns found for one T are patterns for the larger ones) and returns the largest T
+// proven too short before the first that is not (0 if none).
+double config_lp_raise(const std::vector<std::vector<SizeOption>>& jobs, std::int64_t N, double T0,
+                       double step, int steps);
+
+}  // namespace cplab

@@ -1,0 +1,35 @@
+// dcp_cplab.h: cplab's dynamic-CP scheduler: aligned by construction, moldable, near the bound.
+//
+// What it is: for a batch of lengths on N ranks (power of two) with M tokens per rank:
+//   1. targets: a ladder of makespans T from the moldable lower bound (dcp_bounds.h, without its
+//      LP test, which needs a known makespan) up by 1.5% steps to 1.8x while below the best
+//      makespan found so far, and T = infinity;
+//   2. allotment per T: every sample takes the power-of-two size c >= cp_min with the least work
+//      c * t(L, c) among those with t(L, c) <= T (dual approximation, notes 5.2/5.4);
+//   3. list scheduling (dcp_list.h) of three orders (size then time, time, work; all descending)
+//      with the fixed sizes, and with the target rule (size chosen at placement, ending by T);
+//      plus "every sample on all N ranks";
+//   4. local improvement of the best: the sample that ends last moves earlier in the order while
+//      that shortens the schedule; hill climbing, then ruin and recreate in the block view
+//      (dcp_tree.h, timed top-down), each 300 steps up to 64 samples and 300 (64 / n)^2 beyond
+//      (at least 8): a step costs about n placements;
+//   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
+//      than v1 on the same batch and cost model), and for batches of at most 6 samples on at
+//      most 8 ranks the exhaustive search (dcp_exact.h) below the best makespan found.
+// The search stops as soon as a schedule reaches the lower bound (it is then optimal), to the
+// bound's precision kRelTol.
+// A rank may serve several groups in one round (dcp_schedule.h explains why that is safe); the
+// schedule has one round. Every schedule is checked (check()) and aligned.
+// What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
+#pragma once
+
+#include "dcp/dcp_bounds.h"
+#include "dcp/dcp_schedule.h"
+
+namespace cplab {
+
+// bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
+DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
+                           const CostModel& cost, DcpBound* bound = nullptr);
+
+}  // namespace cplab

@@ -1,0 +1,24 @@
+// dcp_megatron.h: Megatron-Core's dynamic-CP scheduler v1 (BalancedCPScheduler), reproduced step
+// by step, with its tie-breaking, so that its placements (and its flaws) can be studied.
+//
+// What it is: the algorithm of megatron/core/pipeline_parallel/hybrid_cp_schedule.py as specified in
+// ../shared/notes/dcp-scheduler.md 1.2-1.5: samples sorted by length (stable), then rounds; per
+// round equal-work buckets of the list, greedy placement (a new group on the lowest free ranks
+// whenever enough are free, else the least-loaded group of the size, earliest created on ties),
+// the 5% balance stop once a smaller CP size has been placed, trim_overload (the first max rank's
+// group gives its last sample back to the END of the list, which the next round does not re-sort),
+// and fill_empty_gpus (double the earliest smallest group, shifting the groups to its right).
+// The workload per sample is the cost model's t(L, cp) (Megatron uses l2: L^2 / cp).
+// Schedules it produces may contain groups that are not aligned process groups: dcp_schedule.h
+// evaluate() reports them (notes 1.8).
+// What it is not: Megatron's v2 (dev branch) scheduler, or its data path.
+#pragma once
+
+#include "dcp/dcp_schedule.h"
+
+namespace cplab {
+
+DcpSchedule schedule_megatron_v1(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
+                                 const CostModel& cost);
+
+}  // namespace cplab

@@ -1,0 +1,108 @@
+// cp_spec.cpp: CpSpec's rules and derived values (see cp_spec.h).
+#include "modes/cp_spec.h"
+
+#include <cmath>
+
+#include "core/attention_kernel.h"
+#include "core/dense_attention.h"
+#include "core/error.h"
+#include "core/util.h"
+
+namespace cplab {
+
+namespace {
+
+// the heads rule of an all-to-all over `group` ranks, with --replicate-kv as the only way around it
+void check_a2a_heads(const CpFields& s, index_t group, const std::string& what) {
+  require(s.heads % group == 0, "heads " + num(s.heads) + " is not divisible by " + what + " = " + num(group) +
+                                    " (the all-to-all gives every rank heads/" + what + " heads)");
+  if (s.kv_heads % group == 0) return;
+  require(s.replicate_kv, "kv-heads " + num(s.kv_heads) + " is not divisible by " + what + " = " + num(group) +
+                              " (the all-to-all splits the KV heads over ranks); pass --replicate-kv to repeat "
+                              "each KV head " +
+                              what + "/kv-heads times (more memory and all-to-all bytes)");
+  require(group % s.kv_heads == 0, "--replicate-kv needs kv-heads " + num(s.kv_heads) + " to divide " + what + " = " +
+                                       num(group) + " (each KV head is repeated the same number of times)");
+}
+
+Packing packing_of(const CpFields& f) {
+  if (f.cu_seqlens.empty()) return Packing::single(f.seq);
+  return f.pad ? Packing::padded(f.cu_seqlens, layout_factor(f.layout, f.cp)) : Packing::unpadded(f.cu_seqlens);
+}
+
+// every rule of a spec, in the order they are reported; fills in seq for packed sequences
+CpFields validated(CpFields s) {
+  const ModeInfo& m = mode_info(s.mode);
+  check_cp_size(s.cp);
+  if (!s.cu_seqlens.empty()) {
+    check_cu_seqlens(s.cu_seqlens);
+    const index_t total = packing_of(s).total();
+    require(s.seq == 0 || s.seq == total, "seq " + num(s.seq) + " disagrees with the packed total " + num(total) +
+                                              " of cu_seqlens" + (s.pad ? " after --pad" : ""));
+    s.seq = total;
+  }
+  require(s.seq >= 1, "seq " + num(s.seq) + " must be >= 1");
+  require(s.v_head_dim >= 0, "v-head-dim " + num(s.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
+  const index_t dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
+  check_attention_shapes(s.seq, s.heads, s.head_dim, s.seq, s.kv_heads, s.head_dim, s.seq, s.kv_heads, dv);
+  require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
+  require(s.merge == MergeKind::streaming || m.merges,
+          "--merge applies to the modes that merge partial results (p2p, a2a+p2p), not " + std::string(m.name));
+  const bool hcp = s.mode == Mode::a2a_p2p;
+  require(hcp || (s.icp == 0 && s.ocp == 0), "--hcp is only for --mode a2a+p2p");
+  require(m.all_to_all || !s.replicate_kv, "--replicate-kv is only for --mode a2a and a2a+p2p");
+  if (s.mode == Mode::a2a) check_a2a_heads(s, s.cp, "cp");
+  if (hcp) {
+    require(s.icp > 0 && s.ocp > 0,
+            "a2a+p2p needs --hcp ICP,OCP (inner all-to-all size x outer ring size = cp); "
+            "cplab never falls back to another mode");
+    require(s.cp % s.icp == 0 && s.cp / s.icp == s.ocp,
+            "--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " +
+                (s.ocp <= s.cp ? num(s.icp * s.ocp) : std::string("more than cp")) + ", not cp = " + num(s.cp) +
+                " (ICP x OCP must equal cp)");
+  }
+  require(m.any_layout || s.layout == Layout::zigzag,
+          std::string(m.name) +
+              " needs --layout zigzag (the data is zigzag over all cp ranks; "
+              "the outer ring keeps zigzag over OCP)");
+  require(m.packed || s.cu_seqlens.empty(),
+          "packed sequences (--cu-seqlens) are supported by p2p, allgather and "
+          "a2a, not " +
+              std::string(m.name));
+  if (hcp) check_a2a_heads(s, s.icp, "ICP");
+  if (!s.cu_seqlens.empty()) {
+    if (!s.pad) check_packed_lengths(s.cu_seqlens, s.layout, s.cp);
+  } else {
+    require(!s.pad, "--pad needs --cu-seqlens (it pads each packed sequence)");
+  }
+  return s;
+}
+
+CpFields default_fields() {
+  CpFields f;
+  f.seq = 4096;
+  return f;
+}
+
+}  // namespace
+
+CpSpec::CpSpec() : CpSpec(default_fields()) {}
+
+CpSpec::CpSpec(CpFields f)
+    : f_(validated(std::move(f))),
+      packing_(packing_of(f_)),
+      partition_(f_.layout, packing_.cu_seqlens_padded, f_.cp) {}  // the layout's divisibility rule
+
+double CpSpec::scale() const { return f_.scale > 0 ? f_.scale : default_scale(f_.head_dim); }
+
+index_t CpSpec::kv_replication() const {
+  const index_t group = a2a_group();
+  if (!f_.replicate_kv || group <= 1 || f_.kv_heads % group == 0) return 1;
+  return group / f_.kv_heads;
+}
+
+CommPerRank CpSpec::comm_per_rank(std::int64_t e) const {
+  return info().comm(CommSizes{ranks(), n(), h(), hk() * kv_replication(), d(), dv(), e});
+}
+
+}  // namespace cplab

@@ -1,0 +1,100 @@
+// cp_spec.h: CpSpec, THE description of one context-parallel attention layer, validated once.
+//
+// What it is: the mode (mode_table.h), layout, cp = P ranks (and I x O for a2a+p2p), heads,
+// head dims, mask (causal or not), softmax scale, merge, and the token stream: either one sequence
+// of S tokens or packed sequences (cu_seqlens, padded to the layout's factor with pad). A caller
+// fills in CpFields and constructs a CpSpec from them; the constructor checks every rule (naming
+// the rule it broke, as a cplab::Error) and derives, once, S (the packed total when packed), the
+// Packing and the Partition (layout.h). Every consumer (the CPU modes, the trace planner, the GPU
+// host code, the benchmark, the CLI, the viz, the tutorials) reads this one value; none keeps a
+// second copy of its fields or re-derives S. To change a field, copy fields(), edit, and construct
+// a new CpSpec (which is validated again).
+// Notation (the paper's): P ranks, S tokens, n = S/P per rank, h / hk query / KV heads, d / dv
+// head dims.
+// What it is not: a run (run/experiment.h adds the harness: dtype, seed, backward, limits of the
+// CPU reference) or a GPU run (cuda/cp/cp_spec.h adds dtype and kernel).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/merge.h"
+#include "layout/layout.h"
+#include "layout/thd.h"
+#include "modes/mode_table.h"
+
+namespace cplab {
+
+// The cp-size rule (1 <= P <= kMaxRanks) is check_cp_size in layout/layout.h: CpSpec applies it
+// first, and so does every layout function that takes a cp.
+
+// What a caller fills in. Defaults: 8 query heads over 2 KV heads of dim 64, zigzag over 4 ranks.
+struct CpFields {
+  Mode mode = Mode::p2p;
+  Layout layout = Layout::zigzag;
+  index_t cp = 4;
+  index_t icp = 0, ocp = 0;  // a2a+p2p: inner all-to-all size x outer ring size (= cp)
+  index_t seq = 0;           // tokens; 0 with cu_seqlens: their packed total (required otherwise)
+  index_t heads = 8, kv_heads = 2, head_dim = 64, v_head_dim = 0;  // v_head_dim 0: = head_dim
+  bool causal = false;
+  double scale = 0;  // 0: 1/sqrt(head_dim)
+  MergeKind merge = MergeKind::streaming;
+  std::vector<index_t> cu_seqlens;  // packed sequences (THD); empty: one sequence of seq tokens
+  bool pad = false;                 // pad every packed sequence to the layout's factor
+  bool replicate_kv = false;        // a2a, a2a+p2p: repeat KV heads when fewer than the a2a group
+};
+
+class CpSpec {
+ public:
+  // p2p, zigzag, P = 4, S = 4096, h = 8, hk = 2, d = dv = 64, not causal
+  CpSpec();
+  // validates f (cplab::Error naming the first rule it breaks) and derives S, packing, partition
+  explicit CpSpec(CpFields f);
+
+  const CpFields& fields() const { return f_; }
+  Mode mode() const { return f_.mode; }
+  const ModeInfo& info() const { return mode_info(f_.mode); }
+  Layout layout() const { return f_.layout; }
+  index_t P() const { return f_.cp; }
+  index_t icp() const { return f_.icp; }
+  index_t ocp() const { return f_.ocp; }
+  index_t S() const { return f_.seq; }  // the packed total (after padding) when packed
+  index_t n() const { return f_.seq / f_.cp; }
+  index_t h() const { return f_.heads; }
+  index_t hk() const { return f_.kv_heads; }  // as given (before --replicate-kv)
+  index_t d() const { return f_.head_dim; }
+  index_t dv() const { return f_.v_head_dim > 0 ? f_.v_head_dim : f_.head_dim; }
+  bool causal() const { return f_.causal; }
+  double scale() const;  // the softmax scale used: the given one, or 1/sqrt(d)
+  MergeKind merge() const { return f_.merge; }
+  bool pad() const { return f_.pad; }
+  bool replicate_kv() const { return f_.replicate_kv; }
+
+  // cu_seqlens were given (THD input), even a single unpadded sequence
+  bool thd() const { return !f_.cu_seqlens.empty(); }
+  // THE definition of "packed": the token masks are those of several sequences or of padding (a
+  // THD input of one unpadded sequence computes exactly like the unpacked one)
+  bool packed() const { return packing_.num_seqs() > 1 || packing_.has_padding(); }
+  // the packing token masks use: cu_seqlens (padded with pad), or Packing::single(S)
+  const Packing& packing() const { return packing_; }
+  // the data layout over all P ranks (per packed sequence when thd())
+  const Partition& partition() const { return partition_; }
+
+  // ranks an all-to-all spans (P for a2a, I for a2a+p2p; 1: none), and how many times
+  // --replicate-kv repeats each KV head for it (1: none)
+  index_t a2a_group() const { return info().a2a_group(ranks()); }
+  index_t kv_replication() const;
+  // trace steps of the forward and backward (trace_plan.h numbering)
+  std::int64_t fwd_steps() const { return info().fwd_steps(ranks()); }
+  std::int64_t bwd_steps() const { return info().bwd_steps(ranks()); }
+  // the closed-form messages and bytes every rank sends, for elements of e bytes
+  CommPerRank comm_per_rank(std::int64_t e) const;
+  ModeRanks ranks() const { return ModeRanks{f_.cp, f_.icp, f_.ocp}; }
+
+ private:
+  CpFields f_;
+  Packing packing_;
+  Partition partition_;
+};
+
+}  // namespace cplab

@@ -1,0 +1,96 @@
+// perf_model.h: an alpha-beta performance model of a CP run, evaluated on the run's own trace.
+//
+// What it is: predict(trace, spec, assumptions) walks the trace plan_trace (trace_plan.h) or a real
+// run recorded (every tile with its FLOPs, every message with its bytes and peer, per (phase,
+// step)) and gives each step a time:
+//   compute(rank)  = sum over its tiles of  flops / F  + tau  (+ the (O, LSE) merge of every forward
+//                    tile after a rank's first: rows * heads * (dv (e + 8) + 12) bytes / HBM)
+//   comm(rank)     = over the link classes its sends use (intra-node, inter-node; independent
+//                    links): alpha + bytes / B(op), B per op (p2p, all-gather / reduce-scatter,
+//                    all-to-all) from the link preset; bytes as the trace records them, rescaled
+//                    from the run's dtype to bytes_per_element (bf16: K, V and dK, dV travel in
+//                    the input dtype, as in Transformer Engine)
+//   step           = max over ranks of max(compute, comm): what a step posts it overlaps with its
+//                    own compute (the reference's convention: a ring step's KV transfer runs beside
+//                    its tiles; a collective alone in its step is exposed)
+// Ranks are numbered node-major: rank r lives on node r / gpus_per_node. The efficiency is the
+// useful (dense, single-device) FLOPs over N * F * time: 1 means every rank computed its share at
+// the kernel's rate with nothing exposed. F comes from a GPU preset, a --tflops override, or a
+// calibration file of measured single-GPU throughput (cplab-bench attention --json), looked up
+// per tile by pass, causal-ness and the tile's query rows.
+// The presets are the notes' anchors (shared notes: performance-anchors.md §1.7, §2): they are
+// stated by `cplab plan` with every prediction, and they are assumptions, not measurements.
+// What it is not: a simulator of NCCL, of SM contention between kernels and communication, or of
+// kernel efficiency below the calibration's smallest shape.
+#pragma once
+
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "run/experiment.h"
+#include "sim/trace.h"
+
+namespace cplab {
+
+struct LinkPreset {
+  std::string name, source;
+  double p2p_GBps = 0, allgather_GBps = 0, a2a_GBps = 0;  // achieved per-direction bandwidth per GPU
+  double alpha_us = 0;                                    // per-step latency of one transfer
+};
+LinkPreset link_preset(const std::string& name);  // "nvlink4" | "ib-ndr" | "pcie5" | "h800-nvlink"
+std::vector<std::string> link_preset_names();
+
+struct GpuPreset {
+  std::string name, source;
+  double fwd_tflops = 0, bwd_tflops = 0;  // achieved attention throughput (FA convention, bf16)
+  double hbm_TBps = 0;                    // for the memory-bound merges
+};
+GpuPreset gpu_preset(const std::string& name);  // "h100" | "h200" | "h800"
+std::vector<std::string> gpu_preset_names();
+
+// measured single-GPU attention throughput: (pass, causal, query rows) -> TFLOP/s
+struct Calibration {
+  struct Point {
+    Phase pass = Phase::fwd;
+    bool causal = false;
+    double rows = 0, tflops = 0;
+  };
+  std::vector<Point> points;
+  std::string source;
+  bool empty() const { return points.empty(); }
+  // the measured rate of the nearest shape (log distance in rows) with the same pass and
+  // causal-ness (either causal-ness if none); 0 if no point has this pass
+  double tflops(Phase pass, bool causal, double rows) const;
+};
+// reads `cplab-bench attention --json` output: rows with "pass", "causal", "s", "tflops"
+Calibration read_calibration(const std::string& path);  // throws cplab::Error
+
+struct PerfAssumptions {
+  GpuPreset gpu = gpu_preset("h100");
+  LinkPreset intra = link_preset("nvlink4"), inter = link_preset("ib-ndr");
+  index_t gpus_per_node = 8;
+  double bytes_per_element = 2;  // bf16
+  double tau_us = 5;             // fixed cost per tile (kernel launch and tail)
+  Calibration calibration;       // when not empty, F per tile comes from it
+  nlohmann::json to_json() const;
+};
+
+struct StepTime {
+  Phase phase = Phase::fwd;
+  int step = 0;
+  double compute_us = 0, comm_us = 0, time_us = 0;  // slowest rank's compute and comm, the step
+};
+
+struct PerfPrediction {
+  double fwd_us = 0, bwd_us = 0;
+  double exposed_comm_us = 0;           // sum over steps of (step - slowest compute)
+  double efficiency_fwd = 0, efficiency_bwd = 0;
+  std::vector<StepTime> steps;
+  double total_us() const { return fwd_us + bwd_us; }
+};
+
+PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a);
+
+}  // namespace cplab

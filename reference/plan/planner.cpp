@@ -1,0 +1,78 @@
+// planner.cpp: candidates, their planned traces and predictions (see planner.h).
+#include "plan/planner.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "plan/trace_plan.h"
+
+namespace cplab {
+
+std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a) {
+  require(p.gpus >= 1, "gpus must be >= 1");
+  require(p.seq >= 1 && p.heads >= 1 && p.kv_heads >= 1 && p.head_dim >= 1, "seq, heads, kv-heads and head-dim must be >= 1");
+  CpFields base;
+  base.cp = p.gpus;
+  base.seq = p.seq;
+  base.heads = p.heads;
+  base.kv_heads = p.kv_heads;
+  base.head_dim = p.head_dim;
+  base.causal = p.causal;
+  std::vector<PlanOption> out;
+  auto add = [&](CpFields f, std::string label, std::string note) {
+    PlanOption o{f, std::move(label), std::move(note), true, "", {}};
+    try {
+      RunSpec s;
+      s.cp = CpSpec(f);  // the candidate's rules
+      s.backward = p.backward;
+      s.dtype = "float";
+      o.pred = predict(plan_trace(s), s, a);
+    } catch (const Error& e) {
+      o.valid = false;
+      o.why_not = e.what();
+    }
+    out.push_back(std::move(o));
+  };
+  for (Layout l : {Layout::zigzag, Layout::striped, Layout::contiguous}) {
+    CpFields s = base;
+    s.mode = Mode::p2p;
+    s.layout = l;
+    add(s, "p2p " + to_string(l), l == Layout::contiguous && p.causal ? "naive ring: causal work piles up on the last ranks" : "");
+  }
+  {
+    CpFields s = base;
+    s.mode = Mode::allgather;
+    add(s, "allgather zigzag", "KV of the whole sequence held by every rank");
+  }
+  auto replicate = [&](CpFields& s, index_t a2a, std::string& note) {
+    if (p.kv_heads % a2a != 0 && a2a % p.kv_heads == 0) {
+      s.replicate_kv = true;
+      note = "KV heads replicated " + std::to_string(a2a / p.kv_heads) + "x (fewer KV heads than the a2a size)";
+    }
+  };
+  {
+    CpFields s = base;
+    s.mode = Mode::a2a;
+    std::string note;
+    replicate(s, p.gpus, note);
+    add(s, "a2a (Ulysses) " + std::to_string(p.gpus), note);
+  }
+  for (index_t icp = 2; icp < p.gpus; icp *= 2) {
+    if (p.gpus % icp != 0 || icp > a.gpus_per_node) continue;
+    CpFields s = base;
+    s.mode = Mode::a2a_p2p;
+    s.icp = icp;
+    s.ocp = p.gpus / icp;
+    std::string note = "a2a " + std::to_string(icp) + " inside, ring " + std::to_string(s.ocp) + " across";
+    std::string rep;
+    replicate(s, icp, rep);
+    add(s, "a2a+p2p " + std::to_string(icp) + "x" + std::to_string(s.ocp), rep.empty() ? note : note + "; " + rep);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PlanOption& x, const PlanOption& y) {
+    if (x.valid != y.valid) return x.valid;
+    return x.valid && x.pred.total_us() < y.pred.total_us();
+  });
+  return out;
+}
+
+}  // namespace cplab

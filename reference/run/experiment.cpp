@@ -1,0 +1,256 @@
+// experiment.cpp: validation, inputs, and run_experiment (see experiment.h).
+#include "run/experiment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <random>
+
+#include "core/error.h"
+#include "core/flops.h"
+#include "core/rel_error.h"
+#include "core/util.h"
+#include "modes/cp_attention.h"
+
+namespace cplab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+
+template <class T>
+Tensor3<T> rounded(const Tensor3<double>& x) {
+  return cast<T>(x);
+}
+
+template <class T>
+void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
+  const CpSpec& cp = s.cp;
+  const Partition& part = cp.partition();
+  const index_t f = cp.kv_replication();  // KV heads repeated for the all-to-all (1: none)
+  const PerRank<T> q = shard(part, rounded<T>(in.q));
+  const PerRank<T> k = shard(part, f > 1 ? repeat_heads(rounded<T>(in.k), f) : rounded<T>(in.k));
+  const PerRank<T> v = shard(part, f > 1 ? repeat_heads(rounded<T>(in.v), f) : rounded<T>(in.v));
+  SimComm comm(static_cast<int>(cp.P()), &rep.trace);
+  const auto t0 = Clock::now();
+  CpState<T> state;
+  const CpOutput<T> out = cp_attention_forward(cp, q, k, v, comm, state);
+  CpGrads<T> g;
+  if (s.backward) g = cp_attention_backward(cp, state, shard(part, rounded<T>(in.dout)), comm);
+  rep.seconds = secs(t0);
+  rep.o = cast<double>(unshard(part, out.o));
+  rep.lse = cast<double>(unshard_rows(part, out.lse));
+  if (s.backward) {
+    rep.dq = cast<double>(unshard(part, g.dq));
+    Tensor3<T> dk = unshard(part, g.dk), dv = unshard(part, g.dv);
+    if (f > 1) dk = sum_repeated_heads(dk, f), dv = sum_repeated_heads(dv, f);  // replicas' gradients add up
+    rep.dk = cast<double>(dk);
+    rep.dv = cast<double>(dv);
+  }
+}
+
+// The oracle: dense attention in double, one sequence at a time over its real tokens only (an
+// independent route from the packed token masks the modes use); padding rows get O = 0,
+// LSE = -inf and zero gradients.
+struct Oracle {
+  Tensor3<double> o, dq, dk, dv;
+  Rows<double> lse;
+};
+Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
+                    const Tensor3<double>& v, const Tensor3<double>& dout) {
+  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity())};
+  if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
+  const Mask mask = s.cp.causal() ? Mask::causal() : Mask::none();
+  auto rows = [](const Tensor3<double>& x, index_t b, index_t n) {
+    Tensor3<double> y(n, x.h, x.d);
+    std::copy(x.token(b), x.token(b) + n * x.h * x.d, y.data.begin());
+    return y;
+  };
+  auto put = [](Tensor3<double>& x, index_t b, const Tensor3<double>& y) { std::copy(y.data.begin(), y.data.end(), x.token(b)); };
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) {
+    const index_t b = pk.cu_seqlens_padded[static_cast<size_t>(sq)], L = pk.length(sq);
+    const Tensor3<double> qs = rows(q, b, L), ks = rows(k, b, L), vs = rows(v, b, L);
+    const AttnOut<double> f = dense_forward(qs, ks, vs, mask, s.cp.scale());
+    put(r.o, b, f.o);
+    r.lse.block(0, b, q.h, L) = f.lse;
+    if (s.backward) {
+      const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.cp.scale());
+      put(r.dq, b, g.dq);
+      put(r.dk, b, g.dk);
+      put(r.dv, b, g.dv);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+void validate_rules(const RunSpec& s) {
+  require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
+  require(s.dtype == "double" || s.cp.fields().scale <= 1e30, [&] {
+    char b[160];
+    std::snprintf(b, sizeof b, "scale %g overflows float arithmetic; use --dtype double or a smaller scale", s.cp.fields().scale);
+    return std::string(b);
+  }());
+}
+
+void validate(const RunSpec& s) {
+  validate_rules(s);
+  // memory: about 16 (s, h, d)-sized double tensors (inputs, outputs, shards, oracle, gradients),
+  // two blocks of kRowBlock x s scores per thread, and for all-gather a full-length K and V on
+  // every rank plus the cp*(cp-1) gathered messages in flight
+  const CpSpec& cp = s.cp;
+  const double S = static_cast<double>(cp.S()), H = static_cast<double>(cp.h());
+  const double kv = static_cast<double>(cp.hk() * cp.kv_replication()) * static_cast<double>(cp.d() + cp.dv());
+  double bytes = 16.0 * 8.0 * S * H * static_cast<double>(std::max(cp.d(), cp.dv()));
+  bytes += 2.0 * 8.0 * static_cast<double>(kRowBlock) * S * static_cast<double>(std::max(1, omp_get_max_threads()));
+  const bool gathers = cp.mode() == Mode::allgather;  // a full-length K and V on every rank
+  if (gathers) bytes += 3.0 * 8.0 * static_cast<double>(cp.P()) * S * kv;
+  const double gib = bytes / (1024.0 * 1024.0 * 1024.0);
+  require(gib <= 16.0, "this run needs about " + std::to_string(static_cast<long long>(gib)) +
+                           " GiB in the CPU reference (seq " + num(cp.S()) + ", heads " + num(cp.h()) +
+                           ", head-dim " + num(cp.d()) + (gathers ? ", KV gathered on every rank" : "") +
+                           "); the limit is 16 GiB");
+  const double work = cpu_flops_estimate(s);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f TFLOP", work * 1e-12);
+  require(s.allow_long || work <= kMaxCpuFlops,
+          std::string("this run needs about ") + buf + " of CPU work (CP mode + dense oracle), more than the " +
+              "4 TFLOP limit (a few minutes on 2 cores); pass --allow-long to run it anyway");
+}
+
+double cpu_flops_estimate(const RunSpec& s) {
+  // flops.h in floating point (absurd sizes must not overflow before they are refused); pairs is
+  // visible_pairs() of the full (causal) mask
+  const double S = static_cast<double>(s.cp.S()), h = static_cast<double>(s.cp.h());
+  const double d = static_cast<double>(s.cp.d()), dv = static_cast<double>(s.cp.dv());
+  const double pairs = s.cp.causal() ? S * (S + 1) / 2 : S * S;
+  // + about 30 operation-equivalents per visible pair and pass for the exponential and masking,
+  // which dominate when head dims are tiny
+  const double once = fwd_flops(pairs, h, d, dv) + 30.0 * pairs * h +
+                      (s.backward ? bwd_flops(pairs, h, d, dv) + 30.0 * pairs * h : 0.0);
+  return 2.0 * once;  // the CP run and the dense oracle each do the work once
+}
+
+Inputs make_inputs(const RunSpec& s) {
+  std::mt19937_64 rng(s.seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto fill = [&](index_t n, index_t h, index_t d) {
+    Tensor3<double> x(n, h, d);
+    for (double& e : x.data) e = u(rng);
+    return x;
+  };
+  Inputs in;
+  const CpSpec& cp = s.cp;
+  in.q = fill(cp.S(), cp.h(), cp.d());
+  in.k = fill(cp.S(), cp.hk(), cp.d());
+  in.v = fill(cp.S(), cp.hk(), cp.dv());
+  if (s.backward) in.dout = fill(cp.S(), cp.h(), cp.dv());
+  return in;
+}
+
+double RunReport::max_error() const {
+  double m = 0;
+  for (const auto& e : {err_o, err_lse, err_dq, err_dk, err_dv})
+    if (e) m = std::max(m, *e);
+  return m;
+}
+
+std::map<std::string, std::string> trace_meta(const RunSpec& s) {
+  const CpSpec& cp = s.cp;
+  return {{"mode", to_string(cp.mode())}, {"hcp", num(cp.icp()) + "," + num(cp.ocp())}, {"layout", to_string(cp.layout())},
+          {"causal", cp.causal() ? "true" : "false"}, {"cp", num(cp.P())}, {"seq", num(cp.S())}, {"heads", num(cp.h())},
+          {"kv_heads", num(cp.hk())}, {"head_dim", num(cp.d())}, {"v_head_dim", num(cp.dv())},
+          {"dtype", s.dtype}, {"merge", to_string(cp.merge())}};
+}
+
+RunReport run_experiment(const RunSpec& s, const Inputs& in) {
+  validate(s);
+  RunReport rep;
+  rep.spec = s;
+  rep.trace = Trace(static_cast<int>(s.cp.P()));
+  rep.trace.meta() = trace_meta(s);
+  if (s.dtype == "float") run_typed<float>(s, in, rep);
+  else run_typed<double>(s, in, rep);
+
+  // the oracle, in double, on the inputs rounded to the run's dtype
+  const auto t0 = Clock::now();
+  const bool f32 = s.dtype == "float";
+  auto as_run = [&](const Tensor3<double>& x) { return f32 ? cast<double>(cast<float>(x)) : x; };
+  const Packing& pk = s.cp.packing();
+  const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
+                                  s.backward ? as_run(in.dout) : Tensor3<double>());
+  rep.err_o = rel_error(rep.o.data.data(), ref.o.data.data(), ref.o.data.size());
+  rep.err_lse = rel_error(rep.lse.data(), ref.lse.data(), static_cast<size_t>(ref.lse.size()));
+  if (s.backward) {
+    rep.err_dq = rel_error(rep.dq.data.data(), ref.dq.data.data(), ref.dq.data.size());
+    rep.err_dk = rel_error(rep.dk.data.data(), ref.dk.data.data(), ref.dk.data.size());
+    rep.err_dv = rel_error(rep.dv.data.data(), ref.dv.data.data(), ref.dv.data.size());
+  }
+  rep.reference_seconds = secs(t0);
+  // padding tokens must come out exactly zero, in every output and gradient
+  for (index_t g = 0; g < pk.total(); ++g) {
+    if (pk.real(g)) continue;
+    for (const Tensor3<double>* x : {&rep.o, &rep.dq, &rep.dk, &rep.dv})
+      if (x->n > 0)
+        for (index_t e = 0; e < x->h * x->d; ++e) rep.padding_max_abs = std::max(rep.padding_max_abs, std::abs(x->token(g)[e]));
+  }
+
+  rep.dense_flops = dense_flops(s);
+  summarize_trace(rep);
+  return rep;
+}
+
+std::int64_t dense_flops(const RunSpec& s) {
+  const CpSpec& cp = s.cp;
+  const Packing& pk = cp.packing();
+  const Mask mask = cp.causal() ? Mask::causal() : Mask::none();
+  std::int64_t pairs = 0;
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += visible_pairs(mask, pk.length(sq), pk.length(sq));
+  return fwd_flops(pairs, cp.h(), cp.d(), cp.dv()) + (s.backward ? bwd_flops(pairs, cp.h(), cp.d(), cp.dv()) : 0);
+}
+
+void summarize_trace(RunReport& rep) {
+  const Phase fwd = Phase::fwd, bwd = Phase::bwd;
+  rep.flops_fwd = rep.trace.flops_per_rank(&fwd);
+  rep.flops_bwd = rep.trace.flops_per_rank(&bwd);
+  rep.flops = rep.trace.flops_per_rank();
+  rep.bytes_sent = rep.trace.bytes_sent_per_rank();
+  rep.bytes_recv = rep.trace.bytes_recv_per_rank();
+  rep.messages = rep.trace.messages_sent_per_rank();
+  const auto [mn, mx] = std::minmax_element(rep.flops.begin(), rep.flops.end());
+  rep.work_ratio = *mn > 0 ? static_cast<double>(*mx) / static_cast<double>(*mn)
+                           : std::numeric_limits<double>::infinity();
+}
+
+nlohmann::json report_json(const RunReport& r) {
+  using nlohmann::json;
+  auto opt = [](const std::optional<double>& e) { return e ? json(*e) : json(nullptr); };
+  const RunSpec& s = r.spec;
+  const CpSpec& cp = s.cp;
+  std::int64_t total_msgs = 0;
+  for (auto m : r.messages) total_msgs += m;
+  return json{
+      {"mode", to_string(cp.mode())}, {"cp", cp.P()}, {"layout", to_string(cp.layout())}, {"causal", cp.causal()},
+      {"seq", cp.S()}, {"heads", cp.h()}, {"kv_heads", cp.hk()}, {"head_dim", cp.d()},
+      {"v_head_dim", cp.dv()}, {"dtype", s.dtype}, {"merge", to_string(cp.merge())}, {"backward", s.backward},
+      {"seed", s.seed}, {"scale", cp.scale()},
+      {"errors", {{"o", opt(r.err_o)}, {"lse", opt(r.err_lse)}, {"dq", opt(r.err_dq)}, {"dk", opt(r.err_dk)}, {"dv", opt(r.err_dv)}}},
+      {"flops_per_rank", r.flops}, {"flops_fwd_per_rank", r.flops_fwd}, {"flops_bwd_per_rank", r.flops_bwd},
+      {"dense_flops", r.dense_flops},
+      {"work_ratio", std::isfinite(r.work_ratio) ? json(r.work_ratio) : json(nullptr)},
+      {"bytes_sent_per_rank", r.bytes_sent}, {"bytes_recv_per_rank", r.bytes_recv},
+      {"messages_per_rank", r.messages}, {"messages", total_msgs},
+      {"cu_seqlens", cp.fields().cu_seqlens}, {"cu_seqlens_padded", cp.thd() ? cp.packing().cu_seqlens_padded : std::vector<index_t>{}},
+      {"padding_max_abs", r.padding_max_abs}, {"hcp", cp.mode() == Mode::a2a_p2p ? json{cp.icp(), cp.ocp()} : json(nullptr)},
+      {"kv_replication", cp.kv_replication()},
+      {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}};
+}
+
+}  // namespace cplab
