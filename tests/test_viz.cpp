@@ -225,7 +225,8 @@ TEST_CASE("viz a2a+p2p: the mode enum drives the hierarchical grid, and a refuse
   const RunModel m = RunModel::build(p);
   CHECK(m.cp().mode() == Mode::a2a_p2p);
   std::set<int> ranks;
-  for (const Prim* q : ownership_view(m, ViewState{}, 1000, 600).find("hcp_rank")) ranks.insert(q->rank);
+  const Scene grid = ownership_view(m, ViewState{}, 1000, 600);  // find() points into the scene: keep it
+  for (const Prim* q : grid.find("hcp_rank")) ranks.insert(q->rank);
   CHECK(ranks.size() == 8);
   // the same layout for p2p draws no grid
   CHECK(ownership_view(RunModel::build(run_params(Mode::p2p, Layout::zigzag, 8, 64)), ViewState{}, 1000, 600)
