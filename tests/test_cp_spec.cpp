@@ -120,3 +120,9 @@ TEST_CASE("mode table: the README's communication table is the table's own") {
   INFO("the README's communication table must read, line for line:\n" << table);
   CHECK(readme.find(table) != std::string::npos);
 }
+
+TEST_CASE("mode table: the messages' lists of modes come from the table") {
+  CHECK(mode_names_with(&ModeInfo::packed, " and ") == "p2p, allgather and a2a");
+  CHECK(mode_names_with(&ModeInfo::merges, ", ") == "p2p, a2a+p2p");
+  CHECK(mode_names_with(&ModeInfo::all_to_all, " and ") == "a2a and a2a+p2p");
+}

@@ -46,11 +46,13 @@ CpFields validated(CpFields s) {
   const index_t dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
   check_attention_shapes(s.seq, s.heads, s.head_dim, s.seq, s.kv_heads, s.head_dim, s.seq, s.kv_heads, dv);
   require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
-  require(s.merge == MergeKind::streaming || m.merges,
-          "--merge applies to the modes that merge partial results (p2p, a2a+p2p), not " + std::string(m.name));
+  require(s.merge == MergeKind::streaming || m.merges, "--merge applies to the modes that merge partial results (" +
+                                                           mode_names_with(&ModeInfo::merges, ", ") + "), not " +
+                                                           m.name);
   const bool hcp = s.mode == Mode::a2a_p2p;
   require(hcp || (s.icp == 0 && s.ocp == 0), "--hcp is only for --mode a2a+p2p");
-  require(m.all_to_all || !s.replicate_kv, "--replicate-kv is only for --mode a2a and a2a+p2p");
+  require(m.all_to_all || !s.replicate_kv,
+          "--replicate-kv is only for --mode " + mode_names_with(&ModeInfo::all_to_all, " and "));
   if (s.mode == Mode::a2a) check_a2a_heads(s, s.cp, "cp");
   if (hcp) {
     require(s.icp > 0 && s.ocp > 0,
@@ -65,10 +67,8 @@ CpFields validated(CpFields s) {
           std::string(m.name) +
               " needs --layout zigzag (the data is zigzag over all cp ranks; "
               "the outer ring keeps zigzag over OCP)");
-  require(m.packed || s.cu_seqlens.empty(),
-          "packed sequences (--cu-seqlens) are supported by p2p, allgather and "
-          "a2a, not " +
-              std::string(m.name));
+  require(m.packed || s.cu_seqlens.empty(), "packed sequences (--cu-seqlens) are supported by " +
+                                                mode_names_with(&ModeInfo::packed, " and ") + ", not " + m.name);
   if (hcp) check_a2a_heads(s, s.icp, "ICP");
   if (!s.cu_seqlens.empty()) {
     if (!s.pad) check_packed_lengths(s.cu_seqlens, s.layout, s.cp);

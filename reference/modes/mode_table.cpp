@@ -106,6 +106,15 @@ std::string mode_names() {
   return s;
 }
 
+std::string mode_names_with(bool ModeInfo::*property, const std::string& last_sep) {
+  std::vector<std::string> names;
+  for (const ModeInfo& i : kTable)
+    if (i.*property) names.emplace_back(i.name);
+  std::string s;
+  for (size_t k = 0; k < names.size(); ++k) s += (k == 0 ? "" : k + 1 == names.size() ? last_sep : ", ") + names[k];
+  return s;
+}
+
 Mode parse_mode(const std::string& name) {
   for (const ModeInfo& i : kTable)
     if (name == i.name) return i.mode;

@@ -63,6 +63,9 @@ Mode parse_mode(const std::string& name);
 std::string to_string(Mode m);
 // "p2p, allgather, a2a, a2a+p2p"
 std::string mode_names();
+// the names of the modes with a property, for messages: mode_names_with(&ModeInfo::packed, " and ")
+// is "p2p, allgather and a2a" (last_sep joins the last two)
+std::string mode_names_with(bool ModeInfo::*property, const std::string& last_sep);
 // the README's communication table (markdown rows, header first), from the readme[] columns
 std::string comm_table_markdown();
 
