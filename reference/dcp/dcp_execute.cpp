@@ -1,13 +1,11 @@
 // dcp_execute.cpp: run a schedule sample by sample on its groups (see dcp_execute.h).
 #include "dcp/dcp_execute.h"
 
+#include <random>
 #include <stdexcept>
 
-#include "core/rel_error.h"
-
-#include <random>
-
 #include "core/error.h"
+#include "core/rel_error.h"
 
 namespace cplab {
 

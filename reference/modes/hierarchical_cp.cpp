@@ -3,13 +3,9 @@
 
 #include <stdexcept>
 
+#include "core/util.h"
+
 namespace cplab {
-
-namespace {
-
-size_t at(index_t i) { return static_cast<size_t>(i); }
-
-}  // namespace
 
 Partition hcp_outer_partition(const Partition& data, index_t ocp) { return Partition(Layout::zigzag, data.seq(), ocp); }
 
@@ -61,42 +57,42 @@ HcpForward<T> hcp_forward(const CpSpec& cfg, const PerRank<T>& q,
     throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked, heads and KV heads divisible by icp");
   const index_t P = cfg.partition().cp();
   HcpForward<T> f;
-  f.q.resize(at(P));
-  f.k.resize(at(P));
-  f.v.resize(at(P));
+  f.q.resize(sz(P));
+  f.k.resize(sz(P));
+  f.v.resize(sz(P));
   comm.set_step(Phase::fwd, 0);
   for (const char* name : {"q", "k", "v"}) {
     const PerRank<T>& src = name[0] == 'q' ? q : (name[0] == 'k' ? k : v);
     PerRank<T>& dst = name[0] == 'q' ? f.q : (name[0] == 'k' ? f.k : f.v);
     for (index_t p = 0; p < ocp; ++p) {
       PerRank<T> group;
-      for (index_t a = 0; a < icp; ++a) group.push_back(src[at(hcp_rank(icp, p, a))]);
+      for (index_t a = 0; a < icp; ++a) group.push_back(src[sz(hcp_rank(icp, p, a))]);
       PerRank<T> got = a2a_before(hcp_inner_plan(cfg.partition(), icp, ocp, p), group, name, comm);
-      for (index_t a = 0; a < icp; ++a) dst[at(hcp_rank(icp, p, a))] = std::move(got[at(a)]);
+      for (index_t a = 0; a < icp; ++a) dst[sz(hcp_rank(icp, p, a))] = std::move(got[sz(a)]);
     }
   }
   const CpSpec rc = hcp_ring_spec(cfg);
   for (index_t a = 0; a < icp; ++a) {
     const std::vector<int> members = hcp_ring_members(icp, ocp, a);
     PerRank<T> rq, rk, rv;
-    for (int g : members) rq.push_back(f.q[at(g)]), rk.push_back(f.k[at(g)]), rv.push_back(f.v[at(g)]);
+    for (int g : members) rq.push_back(f.q[sz(g)]), rk.push_back(f.k[sz(g)]), rv.push_back(f.v[sz(g)]);
     f.rings.push_back(ring_forward(rc, rq, rk, rv, comm, RingGroup{members, 1}));
   }
   comm.set_step(Phase::fwd, static_cast<int>(ocp) + 1);
-  f.out.o.resize(at(P));
+  f.out.o.resize(sz(P));
   for (index_t p = 0; p < ocp; ++p) {
     PerRank<T> group;
-    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].o[at(p)]);
+    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[sz(a)].o[sz(p)]);
     PerRank<T> back = a2a_after(hcp_inner_plan(cfg.partition(), icp, ocp, p), group, "o", comm);
-    for (index_t a = 0; a < icp; ++a) f.out.o[at(hcp_rank(icp, p, a))] = std::move(back[at(a)]);
+    for (index_t a = 0; a < icp; ++a) f.out.o[sz(hcp_rank(icp, p, a))] = std::move(back[sz(a)]);
   }
   // LSE stays head-sharded in the rings; for the report it is read in place (not a message)
-  f.out.lse.resize(at(P));
+  f.out.lse.resize(sz(P));
   for (index_t p = 0; p < ocp; ++p) {
     std::vector<Rows<T>> group;
-    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[at(a)].lse[at(p)]);
+    for (index_t a = 0; a < icp; ++a) group.push_back(f.rings[sz(a)].lse[sz(p)]);
     std::vector<Rows<T>> back = lse_in_place(hcp_inner_plan(cfg.partition(), icp, ocp, p), group);
-    for (index_t a = 0; a < icp; ++a) f.out.lse[at(hcp_rank(icp, p, a))] = std::move(back[at(a)]);
+    for (index_t a = 0; a < icp; ++a) f.out.lse[sz(hcp_rank(icp, p, a))] = std::move(back[sz(a)]);
   }
   if (comm.pending() != 0) throw std::logic_error("hierarchical forward left undelivered messages");
   return f;
@@ -107,13 +103,13 @@ CpGrads<T> hcp_backward(const CpSpec& cfg, const HcpForward<T>& f,
                         const PerRank<T>& dout, SimComm& comm) {
   const index_t icp = cfg.icp(), ocp = cfg.ocp();
   const index_t P = cfg.partition().cp();
-  PerRank<T> dO(at(P));
+  PerRank<T> dO(sz(P));
   comm.set_step(Phase::bwd, 0);
   for (index_t p = 0; p < ocp; ++p) {
     PerRank<T> group;
-    for (index_t a = 0; a < icp; ++a) group.push_back(dout[at(hcp_rank(icp, p, a))]);
+    for (index_t a = 0; a < icp; ++a) group.push_back(dout[sz(hcp_rank(icp, p, a))]);
     PerRank<T> got = a2a_before(hcp_inner_plan(cfg.partition(), icp, ocp, p), group, "do", comm);
-    for (index_t a = 0; a < icp; ++a) dO[at(hcp_rank(icp, p, a))] = std::move(got[at(a)]);
+    for (index_t a = 0; a < icp; ++a) dO[sz(hcp_rank(icp, p, a))] = std::move(got[sz(a)]);
   }
   const CpSpec rc = hcp_ring_spec(cfg);
   std::vector<RingGrads<T>> rg;
@@ -121,20 +117,20 @@ CpGrads<T> hcp_backward(const CpSpec& cfg, const HcpForward<T>& f,
     const std::vector<int> members = hcp_ring_members(icp, ocp, a);
     PerRank<T> rq, rk, rv, rdo;
     for (int g : members)
-      rq.push_back(f.q[at(g)]), rk.push_back(f.k[at(g)]), rv.push_back(f.v[at(g)]), rdo.push_back(dO[at(g)]);
-    rg.push_back(ring_backward(rc, rq, rk, rv, f.rings[at(a)], rdo, comm, RingGroup{members, 1}));
+      rq.push_back(f.q[sz(g)]), rk.push_back(f.k[sz(g)]), rv.push_back(f.v[sz(g)]), rdo.push_back(dO[sz(g)]);
+    rg.push_back(ring_backward(rc, rq, rk, rv, f.rings[sz(a)], rdo, comm, RingGroup{members, 1}));
   }
   comm.set_step(Phase::bwd, static_cast<int>(ocp) + 1);
-  CpGrads<T> grads{PerRank<T>(at(P)), PerRank<T>(at(P)), PerRank<T>(at(P))};
+  CpGrads<T> grads{PerRank<T>(sz(P)), PerRank<T>(sz(P)), PerRank<T>(sz(P))};
   for (index_t p = 0; p < ocp; ++p) {
     const A2aPlan plan = hcp_inner_plan(cfg.partition(), icp, ocp, p);
     PerRank<T> gq, gk, gv;
-    for (index_t a = 0; a < icp; ++a) gq.push_back(rg[at(a)].dq[at(p)]), gk.push_back(rg[at(a)].dk[at(p)]), gv.push_back(rg[at(a)].dv[at(p)]);
+    for (index_t a = 0; a < icp; ++a) gq.push_back(rg[sz(a)].dq[sz(p)]), gk.push_back(rg[sz(a)].dk[sz(p)]), gv.push_back(rg[sz(a)].dv[sz(p)]);
     PerRank<T> bq = a2a_after(plan, gq, "dq", comm), bk = a2a_after(plan, gk, "dk", comm), bv = a2a_after(plan, gv, "dv", comm);
     for (index_t a = 0; a < icp; ++a) {
-      grads.dq[at(hcp_rank(icp, p, a))] = std::move(bq[at(a)]);
-      grads.dk[at(hcp_rank(icp, p, a))] = std::move(bk[at(a)]);
-      grads.dv[at(hcp_rank(icp, p, a))] = std::move(bv[at(a)]);
+      grads.dq[sz(hcp_rank(icp, p, a))] = std::move(bq[sz(a)]);
+      grads.dk[sz(hcp_rank(icp, p, a))] = std::move(bk[sz(a)]);
+      grads.dv[sz(hcp_rank(icp, p, a))] = std::move(bv[sz(a)]);
     }
   }
   if (comm.pending() != 0) throw std::logic_error("hierarchical backward left undelivered messages");

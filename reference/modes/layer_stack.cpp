@@ -4,12 +4,11 @@
 #include <random>
 
 #include "core/dense_attention.h"
+#include "core/util.h"
 
 namespace cplab {
 
 namespace {
-
-size_t at(index_t i) { return static_cast<size_t>(i); }
 
 // (n, h*d) matrix <-> (n, h, d) tensor: the same row-major memory
 Tensor3<double> heads_of(const Mat<double>& m, index_t h, index_t d) {
@@ -79,20 +78,20 @@ StackResult dense_stack(const StackSpec& s, const std::vector<LayerWeights>& w, 
   std::vector<Local> locals;
   std::vector<AttnOut<double>> outs;
   for (index_t l = 0; l < L; ++l) {
-    locals.push_back(project(s, w[at(l)], xs.back(), pos));
+    locals.push_back(project(s, w[sz(l)], xs.back(), pos));
     outs.push_back(dense_forward(locals.back().q, locals.back().k, locals.back().v, mask, scale));
-    xs.push_back(xs.back() + mat_of(outs.back().o) * w[at(l)].wo);
+    xs.push_back(xs.back() + mat_of(outs.back().o) * w[sz(l)].wo);
   }
   StackResult r{xs.back(), dy, {}, {}};
-  r.dw.resize(at(L));
+  r.dw.resize(sz(L));
   for (index_t l = L - 1; l >= 0; --l) {
-    const LayerWeights& wl = w[at(l)];
-    LayerWeights& dw = r.dw[at(l)] = zeros_like(wl);
+    const LayerWeights& wl = w[sz(l)];
+    LayerWeights& dw = r.dw[sz(l)] = zeros_like(wl);
     const Mat<double> g = r.dx;  // dL/d(output of layer l)
-    dw.wo = mat_of(outs[at(l)].o).transpose() * g;
+    dw.wo = mat_of(outs[sz(l)].o).transpose() * g;
     const Tensor3<double> dO = heads_of(g * wl.wo.transpose(), s.heads, s.head_dim);
-    const AttnGrads<double> ag = dense_backward(locals[at(l)].q, locals[at(l)].k, locals[at(l)].v, outs[at(l)], dO, mask, scale);
-    project_back(s, wl, xs[at(l)], pos, ag.dq, ag.dk, ag.dv, r.dx, dw);  // r.dx already holds the residual path
+    const AttnGrads<double> ag = dense_backward(locals[sz(l)].q, locals[sz(l)].k, locals[sz(l)].v, outs[sz(l)], dO, mask, scale);
+    project_back(s, wl, xs[sz(l)], pos, ag.dq, ag.dk, ag.dv, r.dx, dw);  // r.dx already holds the residual path
   }
   return r;
 }
@@ -111,50 +110,50 @@ StackResult cp_stack(const StackSpec& s, const Partition& part, const std::vecto
     specs.emplace_back(f);
   }
   // rank r's rows of a sequence-order (S, hidden) matrix, via the layout's shard()
-  auto rows_of = [&](const Mat<double>& m, index_t r) { return mat_of(shard(part, heads_of(m, 1, m.cols()))[at(r)]); };
+  auto rows_of = [&](const Mat<double>& m, index_t r) { return mat_of(shard(part, heads_of(m, 1, m.cols()))[sz(r)]); };
   std::vector<std::vector<index_t>> pos;
-  std::vector<std::vector<Mat<double>>> xs(at(P));  // per rank, per layer input
-  for (index_t r = 0; r < P; ++r) pos.push_back(rope_positions(part, pk, r)), xs[at(r)].push_back(rows_of(x0, r));
-  std::vector<CpState<double>> states(at(L));
+  std::vector<std::vector<Mat<double>>> xs(sz(P));  // per rank, per layer input
+  for (index_t r = 0; r < P; ++r) pos.push_back(rope_positions(part, pk, r)), xs[sz(r)].push_back(rows_of(x0, r));
+  std::vector<CpState<double>> states(sz(L));
   std::vector<CpOutput<double>> outs;
   for (index_t l = 0; l < L; ++l) {
     PerRank<double> q, k, v;
     for (index_t r = 0; r < P; ++r) {
-      Local lc = project(s, w[at(l)], xs[at(r)].back(), pos[at(r)]);
+      Local lc = project(s, w[sz(l)], xs[sz(r)].back(), pos[sz(r)]);
       q.push_back(std::move(lc.q)), k.push_back(std::move(lc.k)), v.push_back(std::move(lc.v));
     }
-    outs.push_back(cp_attention_forward(specs[at(l)], q, k, v, comm, states[at(l)]));
-    for (index_t r = 0; r < P; ++r) xs[at(r)].push_back(xs[at(r)].back() + mat_of(outs.back().o[at(r)]) * w[at(l)].wo);
+    outs.push_back(cp_attention_forward(specs[sz(l)], q, k, v, comm, states[sz(l)]));
+    for (index_t r = 0; r < P; ++r) xs[sz(r)].push_back(xs[sz(r)].back() + mat_of(outs.back().o[sz(r)]) * w[sz(l)].wo);
   }
   std::vector<Mat<double>> dx;
   for (index_t r = 0; r < P; ++r) dx.push_back(rows_of(dy, r));
-  std::vector<std::vector<LayerWeights>> dw(at(P));  // per rank partial weight gradients
+  std::vector<std::vector<LayerWeights>> dw(sz(P));  // per rank partial weight gradients
   for (index_t l = L - 1; l >= 0; --l) {
-    const LayerWeights& wl = w[at(l)];
+    const LayerWeights& wl = w[sz(l)];
     PerRank<double> dO;
-    for (index_t r = 0; r < P; ++r) dO.push_back(heads_of(dx[at(r)] * wl.wo.transpose(), s.heads, s.head_dim));
-    const CpGrads<double> g = cp_attention_backward(specs[at(l)], states[at(l)], dO, comm);
+    for (index_t r = 0; r < P; ++r) dO.push_back(heads_of(dx[sz(r)] * wl.wo.transpose(), s.heads, s.head_dim));
+    const CpGrads<double> g = cp_attention_backward(specs[sz(l)], states[sz(l)], dO, comm);
     for (index_t r = 0; r < P; ++r) {
       LayerWeights d = zeros_like(wl);
-      d.wo = mat_of(outs[at(l)].o[at(r)]).transpose() * dx[at(r)];
-      project_back(s, wl, xs[at(r)][at(l)], pos[at(r)], g.dq[at(r)], g.dk[at(r)], g.dv[at(r)], dx[at(r)], d);
-      dw[at(r)].insert(dw[at(r)].begin(), std::move(d));
+      d.wo = mat_of(outs[sz(l)].o[sz(r)]).transpose() * dx[sz(r)];
+      project_back(s, wl, xs[sz(r)][sz(l)], pos[sz(r)], g.dq[sz(r)], g.dk[sz(r)], g.dv[sz(r)], dx[sz(r)], d);
+      dw[sz(r)].insert(dw[sz(r)].begin(), std::move(d));
     }
   }
   // every rank holds a partial sum of each weight gradient: all-reduce over the CP group
   // (reduce-scatter then all-gather of the flattened gradients, padded to a multiple of P)
-  std::vector<std::vector<double>> flat(at(P));
+  std::vector<std::vector<double>> flat(sz(P));
   for (index_t r = 0; r < P; ++r)
-    for (const LayerWeights& d : dw[at(r)])
-      for (const Mat<double>* m : {&d.wq, &d.wk, &d.wv, &d.wo}) flat[at(r)].insert(flat[at(r)].end(), m->data(), m->data() + m->size());
-  const size_t total = flat[0].size(), padded = (total + at(P) - 1) / at(P) * at(P);
+    for (const LayerWeights& d : dw[sz(r)])
+      for (const Mat<double>* m : {&d.wq, &d.wk, &d.wv, &d.wo}) flat[sz(r)].insert(flat[sz(r)].end(), m->data(), m->data() + m->size());
+  const size_t total = flat[0].size(), padded = (total + sz(P) - 1) / sz(P) * sz(P);
   for (auto& f : flat) f.resize(padded, 0.0);
   const auto mine = comm.reduce_scatter<double>("dw", flat);
   const std::vector<double> summed = comm.all_gather<double>("dw", mine)[0];
   StackResult res;
   res.dw_rank = dw;
   PerRank<double> ys, dxs;
-  for (index_t r = 0; r < P; ++r) ys.push_back(heads_of(xs[at(r)].back(), 1, s.hidden)), dxs.push_back(heads_of(dx[at(r)], 1, s.hidden));
+  for (index_t r = 0; r < P; ++r) ys.push_back(heads_of(xs[sz(r)].back(), 1, s.hidden)), dxs.push_back(heads_of(dx[sz(r)], 1, s.hidden));
   res.y = mat_of(unshard(part, ys));
   res.dx = mat_of(unshard(part, dxs));
   size_t off = 0;
