@@ -1,8 +1,9 @@
 // cp_common.h: what every CP mode's reference implementation shares.
 //
-// What it is: the per-rank tensor and result types, and cp_tile_event, the one way a mode (and the planner, trace_plan.h)
-// records an attention tile in the trace (global rows/cols as spans, mask, visible pairs, FLOPs
-// from flops.h, measured time).
+// What it is: the per-rank tensor and result types, and cp_tile_event, the one way a mode (and
+// the planner, trace_plan.h) records an attention tile in the trace (global rows/cols as spans,
+// mask, visible pairs, FLOPs from flops.h, measured time). The modes take their description from
+// a CpSpec (cp_spec.h, included here).
 // What it is not: an algorithm. The modes are ring_p2p.h, allgather_kv.h, ulysses_a2a.h and
 // hierarchical_cp.h.
 #pragma once

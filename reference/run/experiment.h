@@ -2,8 +2,8 @@
 //
 // What it is: RunSpec, the harness around a CpSpec (modes/cp_spec.h: the CP layer, validated when
 // it is built): dtype, seed, backward, and the CPU reference's limits, checked with messages naming
-// the broken rule; make_inputs (seeded uniform [-1, 1] Q, K, V, dO, or tensors the caller loaded); and
-// run_experiment, which shards the inputs by the layout, runs the mode forward (and backward) in
+// the broken rule; make_inputs (seeded uniform [-1, 1] Q, K, V, dO, or tensors the caller loaded);
+// and run_experiment, which shards the inputs by the layout, runs the mode forward (and backward) in
 // the requested dtype on SimComm ranks, unshards, runs the dense oracle in double on the same
 // (dtype-rounded) inputs, and reports errors, per-rank FLOPs, bytes and messages (all summed from
 // the trace) and timings. `cplab run`, `cplab demo`, the tests and the tutorials all go through it.
