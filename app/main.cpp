@@ -8,8 +8,10 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/omp_policy.h"
 
 int main(int argc, char** argv) {
+  cplab::passive_omp_wait(argv);  // idle OpenMP threads sleep (core/omp_policy.h)
   CLI::App app{
       "cplab: context-parallel attention, taught and proven.\n"
       "Every CP mode runs on simulated ranks in one process and is checked against dense attention.\n"

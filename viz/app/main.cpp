@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "gl_output.h"
 #include "layout/thd.h"
+#include "core/omp_policy.h"
 
 using namespace cplab;
 using namespace cplab::viz;
@@ -47,6 +48,7 @@ std::pair<int, int> parse_size(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cplab::passive_omp_wait(argv);  // idle OpenMP threads sleep (reference/core/omp_policy.h)
   CLI::App cli{"cplab-viz: context parallelism, drawn from the reference's own layouts, traces and schedules"};
   AppState app;
   VizParams& p = app.params;
