@@ -1,8 +1,8 @@
 // omp_policy.cpp: passive_omp_wait (see omp_policy.h).
 #include "core/omp_policy.h"
 
-#include <cstdlib>
 #include <unistd.h>
+#include <cstdlib>
 
 namespace cplab {
 
