@@ -196,11 +196,7 @@ int run_action(RunOptions& o) {
   for (const char* name : {"out-dir", "trace", "chrome-trace", "cu-seqlens"})
     require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
             std::string("--") + name + " needs a value, got an empty string");
-  if (!o.hcp.empty()) {
-    const std::vector<index_t> v = parse_int_list(o.hcp, "--hcp");
-    require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + o.hcp + "' must be two sizes ICP,OCP, each >= 1");
-    f.icp = v[0], f.ocp = v[1];
-  }
+  if (!o.hcp.empty()) parse_hcp(o.hcp, f);
   if (!o.cu.empty()) f.cu_seqlens = parse_cu_seqlens(o.cu);
   // with --cu-seqlens, --seq is their packed total: given, it must agree (CpSpec says so)
   const bool seq_given = o.given.at("seq")->count() > 0;

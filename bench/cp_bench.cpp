@@ -45,12 +45,7 @@ GpuCpSpec spec_of(const CpArgs& a) {
   f.kv_heads = a.kv_heads;
   f.head_dim = a.head_dim;
   f.causal = !a.no_causal;
-  if (!a.hcp.empty()) {
-    const std::vector<index_t> v = parse_int_list(a.hcp, "--hcp");
-    require(v.size() == 2, "--hcp '" + a.hcp + "' must be ICP,OCP (two integers)");
-    f.icp = v[0];
-    f.ocp = v[1];
-  }
+  if (!a.hcp.empty()) parse_hcp(a.hcp, f);
   if (!a.cu_seqlens.empty()) f.cu_seqlens = parse_cu_seqlens(a.cu_seqlens);
   f.pad = a.pad;
   f.seq = a.seq >= 0 ? a.seq : (f.cu_seqlens.empty() ? kDefaultSeq : 0);

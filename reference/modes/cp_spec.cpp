@@ -93,6 +93,12 @@ CpSpec::CpSpec(CpFields f)
       packing_(packing_of(f_)),
       partition_(f_.layout, packing_.cu_seqlens_padded, f_.cp) {}  // the layout's divisibility rule
 
+void parse_hcp(const std::string& text, CpFields& f) {
+  const std::vector<index_t> v = parse_int_list(text, "--hcp");
+  require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + text + "' must be two sizes ICP,OCP, each >= 1");
+  f.icp = v[0], f.ocp = v[1];
+}
+
 double CpSpec::scale() const { return f_.scale > 0 ? f_.scale : default_scale(f_.head_dim); }
 
 index_t CpSpec::kv_replication() const {

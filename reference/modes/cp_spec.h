@@ -44,6 +44,10 @@ struct CpFields {
   bool replicate_kv = false;        // a2a, a2a+p2p: repeat KV heads when fewer than the a2a group
 };
 
+// --hcp ICP,OCP (cplab run, cplab-viz, cplab-bench cp): f.icp, f.ocp from "2,4"; cplab::Error
+// "--hcp 'x' must be two sizes ICP,OCP, each >= 1" otherwise
+void parse_hcp(const std::string& text, CpFields& f);
+
 class CpSpec {
  public:
   // p2p, zigzag, P = 4, S = 4096, h = 8, hk = 2, d = dv = 64, not causal

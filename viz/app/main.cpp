@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
   cli.add_option("--layout", layout, "contiguous | zigzag | striped")->capture_default_str();
   cli.add_flag("--causal,!--no-causal", s.causal, "causal mask (default) or not");
   cli.add_flag("--backward,!--no-backward", p.backward, "trace the backward too (default) or not");
-  cli.add_option("--icp", s.icp, "a2a+p2p: inner all-to-all size");
-  cli.add_option("--ocp", s.ocp, "a2a+p2p: outer ring size");
+  std::string hcp;
+  cli.add_option("--hcp", hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
+                               "outer rings of OCP ranks strided by ICP; ICP x OCP = cp (as in cplab run)");
   cli.add_option("--cu-seqlens", cu, "packed sequences, e.g. 0,12,36,42");
   cli.add_flag("--pad", s.pad, "pad packed sequences to the layout's multiple");
   cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     p.seed = static_cast<std::uint64_t>(seed);
     s.layout = parse_layout(layout);
     if (!cu.empty()) s.cu_seqlens = parse_cu_seqlens(cu);
+    if (!hcp.empty()) parse_hcp(hcp, s);
     const auto [W, H] = parse_size(size);
     s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
     // build the models the view needs; a broken rule ends here with its message

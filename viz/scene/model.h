@@ -40,7 +40,7 @@ struct VizParams {
   std::int64_t batch_size = 0;  // with dist: 0 = the file's batch size
   std::uint64_t seed = 0;
   std::string schedule_json;  // a `cplab schedule --json` file: its batch, ranks and M
-  std::string cost = "overhead", cost_params;
+  std::string cost = "l2", cost_params;  // as cplab schedule
   // p2p, zigzag, cp 4, 32 tokens, 8 query heads over 2 KV heads of dim 64, causal
   static CpFields default_fields();
   // the run drawn: constructs the CpSpec from `cp` (cplab::Error naming the rule it breaks), the
