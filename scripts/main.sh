@@ -2,9 +2,9 @@
 # main.sh: the README's main job, in stages that each say what they do and how long they took.
 #   1. install what is missing (Debian packages; idempotent: seconds once installed, a few minutes
 #      the first time)
-#   2. build what the main job needs, on the CPU: the reference, `cplab` and `cplab-viz` (about
-#      4 minutes on 2 cores from a fresh clone). The CUDA parts are built too only where they can run:
-#      with nvcc and a GPU (nvidia-smi lists one), or when asked (CPLAB_CUDA=1 scripts/main.sh);
+#   2. build what the main job needs, on the CPU: the reference, `cplab` and `cplab-viz` (108 s
+#      measured on 2 cores from a fresh clone). The CUDA parts are built too only where they can
+#      run: with nvcc and a GPU (nvidia-smi lists one), or when asked (CPLAB_CUDA=1 scripts/main.sh);
 #      scripts/test.sh always builds them when nvcc exists
 #   3. install `cplab` and `cplab-viz` into /usr/local/bin (on PATH: every command in the README
 #      and the lessons then runs as written)
