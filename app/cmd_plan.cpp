@@ -91,7 +91,7 @@ int plan_action(const PlanOptions& o) {
   } else {
     std::printf("\nno candidate is possible for this shape\n");
   }
-  std::printf("\nassumptions (presets are the notes' anchors, not measurements of this machine):\n"
+  std::printf("\nassumptions (presets are published figures, not measurements of this machine):\n"
               "  GPU %s: attention %.0f TFLOP/s forward, %.0f backward%s; HBM %.1f TB/s for the (O, LSE) merges\n"
               "    (%s)\n"
               "  inside a node, %s: p2p %.0f GB/s, all-gather %.0f, all-to-all %.0f, alpha %.0f us\n    (%s)\n"

@@ -17,9 +17,9 @@ namespace {
 
 const std::vector<LinkPreset>& links() {
   static const std::vector<LinkPreset> v = {
-      {"nvlink4", "H100/H200 NVLink 4 + NVSwitch: NCCL send/recv and all-gather ~370 GB/s (nccl-tests #212), all-to-all 320 GB/s (GTC25 S72583); alpha: notes' 10-20 us placeholder",
+      {"nvlink4", "H100/H200 NVLink 4 + NVSwitch: NCCL send/recv and all-gather ~370 GB/s (nccl-tests #212), all-to-all 320 GB/s (GTC25 S72583); alpha: a 10-20 us placeholder",
        370, 370, 320, 15},
-      {"ib-ndr", "InfiniBand NDR 400G, one NIC per GPU: 46-48 GB/s per NIC (nccl-tests #290), all-to-all 48 GB/s at 32 GPUs (GTC25); alpha: notes' 20-50 us placeholder",
+      {"ib-ndr", "InfiniBand NDR 400G, one NIC per GPU: 46-48 GB/s per NIC (nccl-tests #290), all-to-all 48 GB/s at 32 GPUs (GTC25); alpha: a 20-50 us placeholder",
        46, 46, 48, 35},
       {"pcie5", "PCIe Gen5 x16: 64 GB/s line rate per direction, assumed 80% achieved; not measured", 51, 51, 51, 20},
       {"h800-nvlink", "H800 NVLink: ~160 GB/s per direction measured (DeepSeek-V3 #28), the link of ring-flash-attention's table", 160, 160, 160, 15},

@@ -18,7 +18,7 @@
 // the kernel's rate with nothing exposed. F comes from a GPU preset, a --tflops override, or a
 // calibration file of measured single-GPU throughput (cplab-bench attention --json), looked up
 // per tile by pass, causal-ness and the tile's query rows.
-// The presets are the notes' anchors (shared notes: performance-anchors.md §1.7, §2): they are
+// The presets are published figures (nccl-tests results, vendor talks, FA2-class kernel rates): they are
 // stated by `cplab plan` with every prediction, and they are assumptions, not measurements.
 // What it is not: a simulator of NCCL, of SM contention between kernels and communication, or of
 // kernel efficiency below the calibration's smallest shape.

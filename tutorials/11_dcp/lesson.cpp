@@ -2,7 +2,7 @@
 //
 // What it is: lesson 11's program. Each sequence's smallest CP size and its time under Megatron's
 // cost (dcp_cost.h), Megatron v1's BalancedCPScheduler placement round by round with per-rank
-// loads (dcp_megatron.h: the notes' real placement, not the seed's table), the lower bounds
+// loads (dcp_megatron.h: the real placement), the lower bounds
 // (dcp_bounds.h), cplab's scheduler under the same cost (dcp_cplab.h: degenerate under L^2/cp),
 // both schedulers under the cost with CP overhead, makespans, bound and ratios, and which aligned
 // process groups each schedule uses (dcp_schedule.h).
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   show("used by cplab (l2)", groups_used(c2));
   show("used by Megatron v1 (overhead)", groups_used(vo));
   show("used by cplab (overhead)", groups_used(co));
-  // the notes' batch (dcp-scheduler.md 1.8) on which v1 places a group off the aligned blocks
+  // a batch on which v1 places a group off the aligned blocks
   const std::vector<std::int64_t> hazard{8192, 3072, 12288, 16384, 8192, 3072, 6144, 6144, 6144, 16384};
   std::vector<std::int64_t> hazard_k;
   for (std::int64_t x : hazard) hazard_k.push_back(x / 1024);

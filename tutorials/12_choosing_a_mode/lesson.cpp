@@ -8,7 +8,7 @@
 // presets' latency and per-tile cost, and where the step stops being comm-bound; last the
 // planner's table (planner.h plan_options, what `cplab plan` prints) for three shapes.
 // What it is not: a measurement, or a model of its own: every time is predict()'s, c* is the
-// notes' closed form evaluated on the presets for comparison.
+// the closed form evaluated on the presets for comparison.
 #include <cstdio>
 
 #include "lesson.h"
