@@ -15,9 +15,10 @@ logs=$(mktemp -d)
 status=0
 summary=()
 
-# stage NAME BUILD_DIR [cmake args...]: configure, build, ctest (into $logs/NAME.log)
+# stage NAME BUILD_DIR [cmake args...]: configure, build, ctest (its output also in $logs/BUILD_DIR.log)
 stage() {
   local name=$1 dir=$2 t0=$SECONDS
+  local log="$logs/$dir.log"
   shift 2
   echo "== test.sh: $name ($dir) =="
   if ! scripts/build.sh "$dir" "$@"; then
@@ -26,21 +27,21 @@ stage() {
     return
   fi
   env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" 2>&1 | tee "$logs/$name.log"
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local total failed skipped
-  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$logs/$name.log" | tail -1)
-  failed=$(grep -cE '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Not Run)\)' "$logs/$name.log")
-  skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$logs/$name.log")
+  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  failed=$(grep -cE '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Not Run)\)' "$log")
+  skipped=$(grep -cE '^\s+[0-9]+ - .*\(Skipped\)' "$log")
   summary+=("$name: ${total:-?} tests, $(( ${total:-0} - failed - skipped )) passed, $skipped skipped, $failed failed ($(( SECONDS - t0 )) s)")
   if ((skipped)); then
     summary+=("  skipped (no CUDA device here; they run on a GPU machine):")
-    while read -r line; do summary+=("    $line"); done < <(grep -E '^\s+[0-9]+ - .*\(Skipped\)' "$logs/$name.log" |
+    while read -r line; do summary+=("    $line"); done < <(grep -E '^\s+[0-9]+ - .*\(Skipped\)' "$log" |
       sed -E 's/^\s+[0-9]+ - (.*) \(Skipped\)/\1/')
   fi
   if ((rc != 0)); then
     status=1
-    while read -r line; do summary+=("  FAILED: $line"); done < <(grep -E '^\s+[0-9]+ - ' "$logs/$name.log" |
+    while read -r line; do summary+=("  FAILED: $line"); done < <(grep -E '^\s+[0-9]+ - ' "$log" |
       grep -v '(Skipped)' | sed -E 's/^\s+[0-9]+ - //')
   fi
 }
