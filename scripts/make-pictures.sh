@@ -1,20 +1,49 @@
 #!/usr/bin/env bash
-# make-pictures.sh: renders the README's cplab-viz pictures into docs/img/ (headless, under
+# make-pictures.sh [--check]: renders the README's cplab-viz pictures into docs/img/ (headless, under
 # xvfb-run). Each line below is the command the README quotes for its picture.
-# Needs a built tree (scripts/main.sh or scripts/test.sh); run from anywhere.
+#   --check   render into a temporary folder instead and compare with the committed docs/img/ files
+#             byte for byte; exit 1 naming every stale picture (ctest `pictures_current` runs this,
+#             so a change that alters a picture fails until the pictures are regenerated)
+# The timeline picture draws a measured trace (tile durations of this machine): it is regenerated,
+# never compared. Needs a built tree (scripts/main.sh or scripts/test.sh); CPLAB_VIZ and CPLAB_CLI
+# name other binaries (default build/viz/cplab-viz, build/app/cplab). Run from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-viz="xvfb-run -a -s '-screen 0 1400x900x24' build/viz/cplab-viz --headless --size 1200x680"
-mkdir -p docs/img
-run() { echo "+ cplab-viz $*"; eval "$viz $*" >/dev/null; }
-run --view ownership --cp 4 --seq 32 --out docs/img/ownership.png
-run --view ownership --cp 2 --cu-seqlens 0,12,36,42 --pad --out docs/img/ownership_thd.png
-run --view ring --cp 4 --seq 32 --step 1 --out docs/img/ring.png
-run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 0 --out docs/img/ring_a2a.png
-run --view ring --cp 64 --seq 1048576 --heads 32 --kv-heads 8 --head-dim 128 --step 5 --out docs/img/ring_1m.png
-run --view masks --cp 4 --seq 32 --out docs/img/masks.png
-run --view masks --cp 4 --seq 32 --layout contiguous --out docs/img/masks_contiguous.png
-run --view scheduler --ranks 8 --out docs/img/scheduler.png
-build/app/cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag \
-  --backward --trace /tmp/cplab_timeline_trace.json >/dev/null
-run --view timeline --trace /tmp/cplab_timeline_trace.json --out docs/img/timeline.png
+check=0
+[ "${1:-}" = --check ] && check=1
+viz_bin=${CPLAB_VIZ:-build/viz/cplab-viz}
+cli_bin=${CPLAB_CLI:-build/app/cplab}
+out=docs/img
+if ((check)); then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
+viz="xvfb-run -a -s '-screen 0 1400x900x24' $viz_bin --headless --size 1200x680"
+mkdir -p "$out"
+stale=()
+run() {  # run ARGS... NAME.png: render; with --check, compare with docs/img/NAME.png
+  local name=${*: -1}
+  set -- "${@:1:$#-1}"
+  ((check)) || echo "+ cplab-viz $* --out docs/img/$name"
+  eval "$viz $* --out $out/$name" > /dev/null
+  if ((check)) && ! cmp -s "$out/$name" "docs/img/$name"; then stale+=("docs/img/$name"); fi
+}
+run --view ownership --cp 4 --seq 32 ownership.png
+run --view ownership --cp 2 --cu-seqlens 0,12,36,42 --pad ownership_thd.png
+run --view ring --cp 4 --seq 32 --step 1 ring.png
+run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 0 ring_a2a.png
+run --view ring --cp 64 --seq 1048576 --heads 32 --kv-heads 8 --head-dim 128 --step 5 ring_1m.png
+run --view masks --cp 4 --seq 32 masks.png
+run --view masks --cp 4 --seq 32 --layout contiguous masks_contiguous.png
+run --view scheduler --ranks 8 scheduler.png
+if ((check)); then
+  if ((${#stale[@]})); then
+    echo "make-pictures: stale (the current build draws them differently): ${stale[*]}"
+    echo "  regenerate them with scripts/make-pictures.sh and commit docs/img/"
+    exit 1
+  fi
+  echo "make-pictures: every compared picture in docs/img/ is what the current build draws"
+  exit 0
+fi
+trace=$(mktemp)
+"$cli_bin" run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag \
+  --backward --trace "$trace" > /dev/null
+run --view timeline --trace "$trace" timeline.png
+rm -f "$trace"

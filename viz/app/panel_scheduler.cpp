@@ -20,7 +20,7 @@ void panel_scheduler(AppState& app) {
   static char len[1024] = "";
   if (len[0] == 0) std::strncpy(len, p.lengths.c_str(), sizeof len - 1);
   if (ImGui::InputText("lengths", len, sizeof len, ImGuiInputTextFlags_EnterReturnsTrue)) p.lengths = len, p.dist.clear(), changed = true;
-  help("The batch: sequence lengths in tokens. The default is seed 000's example.");
+  help("The batch: sequence lengths in tokens. The default is the 8-sample example of `cplab schedule`.");
   static char dist[512] = "";
   if (ImGui::InputText("distribution", dist, sizeof dist, ImGuiInputTextFlags_EnterReturnsTrue)) p.dist = dist, changed = true;
   help("A length distribution file (data/dcp/*.json): draws one batch with the seed below, as `cplab schedule --dist` does.");

@@ -17,8 +17,9 @@ void panel_timeline(AppState& app) {
   if (end <= 0) end = 1;
   float a = static_cast<float>(app.vs.t0 / end), b = static_cast<float>(app.vs.t1 > app.vs.t0 ? app.vs.t1 / end : 1.0);
   bool ch = ImGui::SliderFloat("from", &a, 0.0f, 0.99f, "%.2f");
+  help("Start of the visible window, as a fraction of the whole trace.");
   ch |= ImGui::SliderFloat("to", &b, 0.01f, 1.0f, "%.2f");
-  help("The visible window, as fractions of the whole trace.");
+  help("End of the visible window, as a fraction of the whole trace.");
   if (ch && b > a) app.vs.t0 = a * end, app.vs.t1 = b * end;
 }
 

@@ -35,7 +35,7 @@ struct VizParams {
   std::string trace_file;  // timeline: a trace file instead of the run's planned trace
   // the DCP batch (scheduler)
   std::int64_t ranks = 8, max_per_rank = 4096;
-  std::string lengths = "32768,16384,8192,4096,4096,4096,4096,2048";  // seed 000's example
+  std::string lengths = "32768,16384,8192,4096,4096,4096,4096,2048";  // the 8-sample example of cplab schedule
   std::string dist;          // a distribution file: draw one batch (then `lengths` is ignored)
   std::int64_t batch_size = 0;  // with dist: 0 = the file's batch size
   std::uint64_t seed = 0;
