@@ -1,10 +1,11 @@
-// 10_thd_rope: packed sequences (THD) and RoPE positions under CP, on seed 000's example.
+// 10_thd_rope: packed sequences (THD) and RoPE positions under CP, on a three-sequence example
+// (cp = 3, cu_seqlens = 0,12,36,42).
 //
 // What it is: lesson 10's program. Three sequences packed back to back (cu_seqlens 0,12,36,42)
 // split over cp = 3 ranks by zigzag, sequence by sequence: cu_seqlens and the per-token facts
 // (thd.h Packing), padding a batch whose lengths do not divide (real lengths 10, 24, 5: the
 // packing() of a CpSpec with pad), each rank's partitioned indices per sequence and in all (its
-// partition(), a layout.h Partition: seed 000's lists exactly), the RoPE position of every token a
+// partition(), a layout.h Partition: TE's lists exactly), the RoPE position of every token a
 // rank holds (thd.h rope_positions, cross-checked with TE's formula rope.h te_rope_position, and
 // rotate-then-shard = shard-then-rotate), and a packed ring run checked against dense attention
 // (experiment.h run_experiment).
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 10: packed sequences (THD) and RoPE positions",
            "Several sequences in one buffer, each split over the ranks on its own; every token keeps its own position.");
 
-  L.step("cu_seqlens: three sequences back to back (seed 000: cp = 3, cu_seqlens = [0, 12, 36, 42])");
+  L.step("cu_seqlens: three sequences back to back (cp = 3, cu_seqlens = [0, 12, 36, 42])");
   const Packing seed = Packing::unpadded({0, 12, 36, 42});
   show("cu_seqlens", list(seed.cu_seqlens));
   std::vector<index_t> lengths, seq_of, pos_of;
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
   show("position of token g in its sequence", list(pos_of));
   show("zigzag needs every length to be a multiple of", std::string(layout_rule(Layout::zigzag, kCp)));
   check_packed_lengths(seed.cu_seqlens, Layout::zigzag, kCp);  // throws if a length does not divide
-  std::printf("12, 24 and 6 all are: the seed's batch needs no padding.\n");
+  std::printf("12, 24 and 6 all are: this batch needs no padding.\n");
 
   L.step("padding: real lengths 10, 24, 5 (cu_seqlens = [0, 10, 34, 39])");
   const std::vector<index_t> real_cu{0, 10, 34, 39};
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   for (index_t g = 0; g < pk.total(); ++g)
     if (!pk.real(g)) padding.push_back(g);
   show("padding tokens (at the end of each sequence)", list(padding));
-  std::printf("Padded, the batch has the seed's offsets, so it is split exactly like the seed's.\n");
+  std::printf("Padded, the batch has the first batch's offsets, so it is split exactly like it.\n");
 
   L.step("each sequence split by zigzag on its own: 2*cp chunks per sequence, rank r keeps chunks r and 2*cp-1-r");
   const Partition& part = spec.cp.partition();  // Partition(zigzag, cu_seqlens_padded, cp)
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   show("padding tokens per rank (they do no work)", list(pad_per_rank));
 
   L.finish({"cplab-viz --view ownership --cp 3 --cu-seqlens 0,10,34,39 --pad   (each sequence split on its own; padding dark)"},
-           {"cplab layout --cp 3 --cu-seqlens 0,12,36,42   (the seed's indices and positions)",
+           {"cplab layout --cp 3 --cu-seqlens 0,12,36,42   (these indices and positions)",
             "cplab layout --cp 3 --cu-seqlens 0,10,34,39 --pad   (the padded batch, * = padding)",
             "cplab run --mode p2p --cp 3 --cu-seqlens 0,10,34,39 --pad --heads 4 --kv-heads 2 --head-dim 16 --causal --backward   (this step's run)"});
   return 0;

@@ -1,4 +1,4 @@
-// 11_dcp: dynamic CP scheduling on seed 000's example (8 ranks, 4K tokens per rank, 8 sequences).
+// 11_dcp: dynamic CP scheduling on an example batch (8 ranks, 4K tokens per rank, 8 sequences).
 //
 // What it is: lesson 11's program. Each sequence's smallest CP size and its time under Megatron's
 // cost (dcp_cost.h), Megatron v1's BalancedCPScheduler placement round by round with per-rank
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   CostModel overhead;
   overhead.kind = CostModel::Kind::overhead;
 
-  L.step("the batch: 8 sequences on 8 ranks, at most M = 4096 tokens per rank (seed 000)");
+  L.step("the batch: 8 sequences on 8 ranks, at most M = 4096 tokens per rank");
   std::vector<std::vector<std::string>> rows;
   double area = 0;
   for (size_t i = 0; i < kLengths.size(); ++i) {
@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
   const DcpSchedule v1 = schedule_megatron_v1(kLengths, kRanks, kM, l2);
   print_groups(v1);
   print_ranks(v1);
-  std::printf("Seed 000's table puts s3, s4, s7 on rank 6 and s5, s6 on rank 7: same loads, not v1's placement.\n"
+  std::printf("A table worked by hand may put s3, s4, s7 on rank 6 and s5, s6 on rank 7: same loads, not v1's "
+              "placement.\n"
               "v1 opens a group on a free rank before stacking (s4 takes the free rank 7), then fills the\n"
               "least-loaded group, earliest on ties (s5 -> rank 6, s6 -> rank 7, s7 -> rank 6).\n");
   show("Megatron v1 makespan (l2)", v1.makespan);

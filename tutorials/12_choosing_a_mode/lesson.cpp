@@ -1,7 +1,7 @@
 // 12_choosing_a_mode: when ring communication hides behind compute, and what the model recommends.
 //
-// What it is: lesson 12's program. The crossover c* = kappa F / (g B) of the shared notes
-// (performance-anchors.md 4.2) with the presets' F and B (perf_model.h gpu_preset, link_preset);
+// What it is: lesson 12's program. The crossover c* = kappa F / (g B) (compute time of a
+// block = its transfer time) with the presets' F and B (perf_model.h gpu_preset, link_preset);
 // then the performance model itself (perf_model.h predict on the trace trace_plan.h plans) on one
 // forward ring step at tokens per rank below and above c*, over NVLink (nvlink4) and InfiniBand
 // (ib-ndr): first with the formula's assumptions (no latency, no per-tile cost), then with the
