@@ -2,8 +2,8 @@
 # main.sh: the README's main job, in stages that each say what they do and how long they took.
 #   1. install what is missing (Debian packages; idempotent: seconds once installed, a few minutes
 #      the first time)
-#   2. build what the main job needs, on the CPU: the reference, `cplab` and `cplab-viz` (108 s
-#      measured on 2 cores from a fresh clone). The CUDA parts are built too only where they can
+#   2. build what the main job needs, on the CPU: the reference, `cplab`, `cplab-viz` and the 13
+#      lesson programs (about 2 minutes on 2 cores from a fresh clone). The CUDA parts are built too only where they can
 #      run: with nvcc and a GPU (nvidia-smi lists one), or when asked (CPLAB_CUDA=1 scripts/main.sh);
 #      scripts/test.sh always builds them when nvcc exists
 #   3. install `cplab` and `cplab-viz` into /usr/local/bin (on PATH: every command in the README
@@ -16,7 +16,7 @@ t_all=$SECONDS
 stage() { echo; echo "== main.sh: $* =="; t0=$SECONDS; }
 took() { echo "   ($(( SECONDS - t0 )) s)"; }
 
-stage "1/5 install missing packages"
+stage "1/5 install missing packages (seconds when present; a few minutes the first time)"
 scripts/install-deps.sh
 took
 
@@ -25,14 +25,14 @@ why="no GPU here (nvidia-smi lists none); CPLAB_CUDA=1 builds the CUDA parts any
 if [ "${CPLAB_CUDA:-0}" = 1 ]; then cuda=ON; why="CPLAB_CUDA=1"
 elif command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then cuda=ON; why="a GPU is present"
 fi
-stage "2/5 build the reference, cplab and cplab-viz (CUDA parts: $cuda, $why)"
+stage "2/5 build the reference, cplab, cplab-viz and the lessons (about 2 min on 2 cores; CUDA parts: $cuda, $why)"
 log=$(mktemp)
 if ! cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCPLAB_ENABLE_CUDA=$cuda > "$log" 2>&1; then
   cat "$log"; echo "main.sh: cmake could not configure build/"; exit 1
 fi
 grep -E '^-- cplab' "$log" || true
 rm -f "$log"
-targets=(cplab)
+targets=(cplab lessons)
 if grep -q '^build viz/cplab-viz:' build/build.ninja; then targets+=(cplab-viz); fi
 if [ "$cuda" = ON ]; then targets=(all); fi
 cmake --build build -j "$(nproc)" --target "${targets[@]}"
@@ -43,7 +43,7 @@ cmake --install build --prefix /usr/local > /dev/null
 echo "   $(command -v cplab) $(command -v cplab-viz || echo '(cplab-viz not built: ImGui, GLFW or OpenGL missing)')"
 took
 
-stage "4/5 cplab demo"
+stage "4/5 cplab demo (a few seconds)"
 cplab demo
 took
 
