@@ -79,6 +79,7 @@ std::vector<double> row(const void* base, std::int64_t g, std::int64_t width, DT
 struct Diff {
   RelError e;
   void add(const std::vector<double>& x, const std::vector<double>& ref) {
+    if (x.size() != ref.size()) e.failed = true;  // rows of different widths: nothing comparable
     e.add(x.data(), ref.data(), std::min(x.size(), ref.size()));
   }
   std::string why() const {

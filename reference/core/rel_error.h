@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 
 #include "core/tensor.h"
@@ -27,13 +26,11 @@ struct RelError {
   double diff = 0;         // max |x - ref| over the elements compared
   double scale = 0;        // max |ref| over the same elements
   bool failed = false;     // a NaN, or an infinity not matched by the same infinity
-  std::int64_t count = 0;  // elements added
 
   template <class A, class B>
   void add(const A* x, const B* ref, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       const double a = static_cast<double>(x[i]), b = static_cast<double>(ref[i]);
-      ++count;
       if (std::isnan(a) || std::isnan(b)) {
         failed = true;
       } else if (std::isinf(a) || std::isinf(b)) {

@@ -10,11 +10,12 @@ namespace cplab {
 Partition hcp_outer_partition(const Partition& data, index_t ocp) { return Partition(Layout::zigzag, data.seq(), ocp); }
 
 CpSpec hcp_ring_spec(const CpSpec& s) {
+  const Partition outer = hcp_outer_partition(s.partition(), s.ocp());  // the one definition of the rings' layout
   CpFields f;
   f.mode = Mode::p2p;
-  f.layout = Layout::zigzag;
-  f.cp = s.ocp();
-  f.seq = s.S();
+  f.layout = outer.layout();
+  f.cp = outer.cp();
+  f.seq = outer.seq();
   f.heads = s.h() / s.icp();
   f.kv_heads = s.hk() * s.kv_replication() / s.icp();
   f.head_dim = s.d();
@@ -51,10 +52,9 @@ std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a) {
 template <class T>
 HcpForward<T> hcp_forward(const CpSpec& cfg, const PerRank<T>& q,
                           const PerRank<T>& k, const PerRank<T>& v, SimComm& comm) {
-  const index_t icp = cfg.icp(), ocp = cfg.ocp();
-  if (icp * ocp != cfg.partition().cp() || cfg.partition().layout() != Layout::zigzag || cfg.packed() || q[0].h % icp != 0 ||
-      k[0].h % icp != 0)
-    throw std::logic_error("hcp: needs icp*ocp = cp, zigzag, unpacked, heads and KV heads divisible by icp");
+  const index_t icp = cfg.icp(), ocp = cfg.ocp();  // I x O = P, zigzag, unpacked: the CpSpec's rules
+  if (q[0].h % icp != 0 || k[0].h % icp != 0)  // the tensors' heads (after any KV replication)
+    throw std::logic_error("hcp: heads and KV heads of the tensors must be divisible by icp");
   const index_t P = cfg.partition().cp();
   HcpForward<T> f;
   f.q.resize(sz(P));
