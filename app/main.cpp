@@ -1,13 +1,10 @@
 // main.cpp: the `cplab` command. `cplab --help` lists the subcommands; each has its own --help.
 //
-// What it is: argument parsing (CLI11) and error-to-exit-status mapping, nothing else.
-#include <cstdio>
-#include <exception>
-#include <new>
-#include <iostream>
-
+// What it is: the subcommands registered (commands.h), every numeric option made strict, and the
+// exception boundary of cli_common.h: bad input of any kind prints "cplab: error: <rule>" and exits 2.
+// What it is not: any command's logic (cmd_*.cpp).
+#include "cli_common.h"
 #include "commands.h"
-#include "core/error.h"
 #include "core/omp_policy.h"
 
 int main(int argc, char** argv) {
@@ -17,7 +14,8 @@ int main(int argc, char** argv) {
       "Every CP mode runs on simulated ranks in one process and is checked against dense attention.\n"
       "Examples:\n"
       "  cplab demo\n"
-      "  cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag --backward\n"};
+      "  cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag --backward\n",
+      "cplab"};
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last one wins
   int status = 0;
@@ -26,24 +24,9 @@ int main(int argc, char** argv) {
   cplab::app::setup_layout(app, status);
   cplab::app::setup_schedule(app, status);
   cplab::app::setup_plan(app, status);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints CLI11's message naming the option
-    return 2;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "cplab: error: out of memory (the configuration is too large for this machine)\n";
-    return 2;
-  } catch (const cplab::Error& e) {
-    std::cerr << "cplab: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "cplab: internal error: " << e.what() << "\n";
-    return 1;
-  }
-  return status;
+  cplab::app::strict_numbers(app);
+  return cplab::app::cli_main("cplab", app, argc, argv, [&] {
+    app.parse(argc, argv);  // the chosen subcommand's action runs here and sets status
+    return status;
+  });
 }

@@ -1,0 +1,169 @@
+// cli_common.cpp: strict numbers, parse-error messages and the exception boundary of both tools.
+#include "cli_common.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <new>
+#include <string_view>
+#include <vector>
+
+#include "core/checked.h"
+#include "core/error.h"
+
+namespace cplab::app {
+
+namespace {
+
+// a validator that checks (and rewrites to plain decimal, since CLI11 converts with strtoll base 0,
+// which reads "010" as 8) the text of one value of an INT, UINT or FLOAT option
+CLI::Validator strict(const std::string& type) {
+  return CLI::Validator(
+      [type](std::string& text) -> std::string {
+        const std::string shown = "'" + (text.size() <= 40 ? text : text.substr(0, 37) + "...") + "'";
+        if (type == "FLOAT") {
+          try {
+            char b[64];
+            std::snprintf(b, sizeof b, "%.17g", parse_real(text, "value"));
+            text = b;
+            return {};
+          } catch (const Error&) {
+            return shown + " is not a finite number";
+          }
+        }
+        std::int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc::result_out_of_range) return shown + " is out of the range of a 64-bit integer";
+        if (text.empty() || ec != std::errc() || p != end) return shown + " is not a whole number";
+        if (type == "UINT" && v < 0) return shown + " must be >= 0";
+        text = std::to_string(v);
+        return {};
+      },
+      "");  // no description: the help keeps its INT / FLOAT
+}
+
+// Levenshtein distance, for "did you mean"
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// the closest of names to word, if it is close enough to be a likely typo
+std::string closest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t d = std::numeric_limits<std::size_t>::max();
+  for (const std::string& n : names) {
+    const std::size_t k = distance(word, n);
+    if (k < d) d = k, best = n;
+  }
+  return d <= std::max<std::size_t>(2, word.size() / 3) ? best : std::string();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// the long names (--x) of app's options
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  return names;
+}
+
+// the innermost subcommand that was parsed (app itself when none was)
+const CLI::App* active(const CLI::App& app) {
+  for (const CLI::App* s : app.get_subcommands()) return active(*s);
+  return &app;
+}
+
+std::string where(const CLI::App& a) {
+  return a.get_parent() ? " of '" + a.get_name() + "'" : "";
+}
+
+}  // namespace
+
+void strict_numbers(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    const std::string t = o->get_type_name();
+    if (o->get_expected_min() > 0 && (t == "INT" || t == "UINT" || t == "FLOAT")) o->check(strict(t));
+  }
+  for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*s);
+}
+
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, const char* const* argv) {
+  const CLI::App* a = active(app);
+  // a word where a subcommand belongs: `cplab rn`
+  if (a == &app && !app.get_subcommands([](const CLI::App*) { return true; }).empty()) {
+    std::vector<std::string> cmds;
+    for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) cmds.push_back(s->get_name());
+    for (int i = 1; i < argc; ++i) {
+      const std::string w = argv[i];
+      if (w.empty() || w[0] == '-') continue;
+      const std::string near = closest(w, cmds);
+      return "'" + w + "' is not a " + app.get_name() + " command" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+             "; the commands are: " + join(cmds);
+    }
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    const std::vector<std::string> names = option_names(*a);
+    for (int i = 1; i < argc; ++i) {
+      std::string w = argv[i];
+      if (w.size() < 2 || w[0] != '-' || std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.') continue;  // a word or -2
+      w = w.substr(0, w.find('='));
+      if (std::find(names.begin(), names.end(), w) != names.end() || w == "-h" || w == "--help") continue;
+      if (a->get_option_no_throw(w)) continue;  // a short name (-x) it knows
+      const std::string near = closest(w, names);
+      return "unknown option " + w + where(*a) + (near.empty() ? "" : " (did you mean " + near + "?)") + "; " +
+             (a->get_parent() ? app.get_name() + " " + a->get_name() : app.get_name()) + " --help lists them";
+    }
+    const std::vector<std::string> extra = a->remaining();
+    return "unexpected argument" + std::string(extra.size() > 1 ? "s " : " ") + join(extra) + where(*a) +
+           " (every value belongs to an option, e.g. --seq 4096)";
+  }
+  return e.what();
+}
+
+int cli_main(const char* tool, CLI::App& app, int argc, const char* const* argv, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << tool << ": error: " << parse_error_text(app, e, argc, argv) << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << tool << ": error: out of memory (the configuration is too large for this machine; "
+                         "every size limit is checked first, so this one was not foreseen: please report it)\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (...) {
+    std::cerr << tool << ": error: an unknown exception ended the run\n";
+    return 2;
+  }
+}
+
+}  // namespace cplab::app

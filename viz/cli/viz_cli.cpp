@@ -1,0 +1,121 @@
+// viz_cli.cpp: cplab-viz's options and their rules; the models its view needs (viz_cli.h).
+#include "viz_cli.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cli_common.h"
+#include "core/checked.h"
+#include "core/error.h"
+#include "layout/thd.h"
+#include "views.h"
+
+namespace cplab::viz {
+
+namespace {
+
+// "p2p | allgather | a2a | a2a+p2p", from the mode table
+std::string mode_choices() {
+  std::string t;
+  for (const ModeInfo& i : mode_table()) t += (t.empty() ? "" : " | ") + std::string(i.name);
+  return t;
+}
+
+// WIDTHxHEIGHT, each a whole number (1280x720x3 and 1280x720px are refused)
+std::pair<int, int> parse_size(const std::string& s) {
+  const size_t x = s.find('x');
+  require(x != std::string::npos, "--size " + s + " is not WIDTHxHEIGHT (e.g. 1280x720)");
+  const auto w = parse_int(s.substr(0, x), "--size width", 320, 8192);
+  const auto h = parse_int(s.substr(x + 1), "--size height", 200, 8192);
+  return {static_cast<int>(w), static_cast<int>(h)};
+}
+
+}  // namespace
+
+VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
+  VizLaunch L;
+  VizParams& p = L.params;
+  CpFields& s = p.cp;  // the run as given; RunModel::build constructs (and so validates) its CpSpec
+  std::string view = "ring", size = "1280x720", mode = to_string(s.mode), layout = "zigzag", cu, phase = "fwd", hcp;
+  int step = 0;
+  long long seed = 0;
+  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as cplab: the last one wins
+  cli.add_flag("--headless", L.headless, "render one view to --out FILE.png and exit (under xvfb-run without a display)");
+  cli.add_option("--view", view, "ownership | ring | masks | scheduler | timeline")->capture_default_str();
+  cli.add_option("--out", L.out, "PNG file (with --headless)");
+  cli.add_option("--size", size, "window / image size WIDTHxHEIGHT")->capture_default_str();
+  cli.add_flag("--controls", L.controls, "with --headless: draw the controls pane too");
+  cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str();
+  cli.add_option("--bench-frames", L.bench, "build N frames without a display and print the mean CPU time per frame");
+  cli.add_option("--mode", mode, mode_choices())->capture_default_str();
+  cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
+  cli.add_option("--seq", s.seq, "tokens (unpacked)")->capture_default_str();
+  cli.add_option("--heads", s.heads, "query heads")->capture_default_str();
+  cli.add_option("--kv-heads", s.kv_heads, "key/value heads")->capture_default_str();
+  cli.add_option("--head-dim", s.head_dim, "dimension per head")->capture_default_str();
+  cli.add_option("--layout", layout, "contiguous | zigzag | striped")->capture_default_str();
+  cli.add_flag("--causal,!--no-causal", s.causal, "causal mask (default) or not");
+  cli.add_flag("--backward,!--no-backward", p.backward, "trace the backward too (default) or not");
+  cli.add_option("--hcp", hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
+                               "outer rings of OCP ranks strided by ICP; ICP x OCP = cp (as in cplab run)");
+  cli.add_option("--cu-seqlens", cu, "packed sequences, e.g. 0,12,36,42");
+  cli.add_flag("--pad", s.pad, "pad packed sequences to the layout's multiple");
+  cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
+  cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str();
+  cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip");
+  cli.add_option("--trace", p.trace_file, "timeline view: a trace file from `cplab run --trace`");
+  cli.add_option("--ranks", p.ranks, "scheduler: ranks")->capture_default_str();
+  cli.add_option("--max-seqlen-per-rank", p.max_per_rank, "scheduler: tokens per rank")->capture_default_str();
+  cli.add_option("--lengths", p.lengths, "scheduler: the batch")->capture_default_str();
+  cli.add_option("--dist", p.dist, "scheduler: draw the batch from a distribution file (data/dcp/*.json)");
+  cli.add_option("--batch-size", p.batch_size, "scheduler with --dist: sequences per batch (0: the file's)");
+  cli.add_option("--seed", seed, "scheduler with --dist: seed")->capture_default_str();
+  cli.add_option("--schedule-json", p.schedule_json, "scheduler: the batch of a `cplab schedule --json` file");
+  cli.add_option("--cost", p.cost, "scheduler: l2 | overhead")->capture_default_str();
+  cli.add_option("--cost-param", p.cost_params, "scheduler: a=..,alpha=..,beta=..,o=..");
+  app::strict_numbers(cli);
+  cli.parse(argc, argv);
+
+  const auto names = view_names();
+  const auto it = std::find(names.begin(), names.end(), view);
+  require(it != names.end(), "--view " + view + " is not one of: ownership, ring, masks, scheduler, timeline");
+  L.view = static_cast<int>(it - names.begin());
+  require(phase == "fwd" || phase == "bwd", "--phase " + phase + " is not fwd or bwd");
+  require(seed >= 0, "--seed " + std::to_string(seed) + " must be >= 0");
+  require(L.frames >= 1 && L.frames <= 1000, "--frames " + std::to_string(L.frames) + " must be in [1, 1000]");
+  require(L.bench >= 0 && L.bench <= 100000, "--bench-frames " + std::to_string(L.bench) + " must be in [0, 100000]");
+  require(L.zoom0 >= 0, "--zoom-from " + std::to_string(L.zoom0) + " must be >= 0");
+  require(!L.headless || !L.out.empty(), "--headless needs --out FILE.png");
+  require(L.out.empty() || L.headless, "--out needs --headless");
+  for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"--trace", &p.trace_file},
+                                   {"--dist", &p.dist}, {"--schedule-json", &p.schedule_json}, {"--out", &L.out}})
+    require(!(cli.get_option(name)->count() > 0 && text->empty()), std::string(name) + " needs a value, got an empty string");
+  p.seed = static_cast<std::uint64_t>(seed);
+  s.layout = parse_layout(layout);
+  if (!cu.empty()) s.cu_seqlens = parse_cu_seqlens(cu);
+  if (!hcp.empty()) parse_hcp(hcp, s);
+  std::tie(L.W, L.H) = parse_size(size);
+  s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
+
+  // build the models the view needs; a broken rule ends here with its message
+  if (view == "scheduler") {
+    L.sched = SchedModel::build(p);
+    return L;
+  }
+  L.run = RunModel::build(p);
+  const Phase ph = phase == "bwd" ? Phase::bwd : Phase::fwd;
+  const auto& st = L.run->steps;
+  const auto at = std::find(st.begin(), st.end(), std::make_pair(ph, step));
+  if (view == "ring") {
+    int lo = -1, hi = -1;
+    for (const auto& x : st)
+      if (x.first == ph) lo = lo < 0 ? x.second : std::min(lo, x.second), hi = std::max(hi, x.second);
+    require(at != st.end(), "--phase " + phase + " --step " + std::to_string(step) + " is not in the trace" +
+                                (lo >= 0 ? " (its " + phase + " steps are " + std::to_string(lo) + ".." + std::to_string(hi) + ")"
+                                         : " (it has no " + phase + " steps: add --backward)"));
+  }
+  L.step = at == st.end() ? 0 : static_cast<int>(at - st.begin());
+  return L;
+}
+
+}  // namespace cplab::viz
