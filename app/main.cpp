@@ -16,15 +16,8 @@ int main(int argc, char** argv) {
       "  cplab demo\n"
       "  cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag --backward\n",
       "cplab"};
-  app.require_subcommand(1);
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last one wins
   int status = 0;
-  cplab::app::setup_run(app, status);
-  cplab::app::setup_demo(app, status);
-  cplab::app::setup_layout(app, status);
-  cplab::app::setup_schedule(app, status);
-  cplab::app::setup_plan(app, status);
-  cplab::app::strict_numbers(app);
+  cplab::app::setup_cplab(app, status);
   return cplab::app::cli_main("cplab", app, argc, argv, [&] {
     app.parse(argc, argv);  // the chosen subcommand's action runs here and sets status
     return status;

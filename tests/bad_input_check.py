@@ -73,6 +73,29 @@ case("schedule_batch_size_negative", ["schedule", "--dist", "data/dcp/web_lognor
      needle="--batch-size")
 case("scale_huge", ["run", "--cp", "2", "--seq", "8", "--scale", "1e300"], needle="scale")
 
+# ---- 3, 6. cplab-viz: any exception ends as "cplab-viz: error: ..." and exit 2 (not abort, not CLI11's codes)
+if VIZ:
+    vizdir = path("a_directory")
+    os.makedirs(vizdir, exist_ok=True)
+    big_cp = path("trace_cp_2147483647.json")
+    with open(big_cp, "w") as f:
+        f.write('{"format": "cplab-trace", "version": 1, "cp": 2147483647, "events": []}')
+    big_batch = path("dist_batch_1e12.json")
+    with open(big_batch, "w") as f:
+        f.write('{"name": "x", "lognormal_mixture": [{"weight": 1, "median": 1024, "sigma": 1}], '
+                '"min": 128, "max": 32768, "batch_size": 1e12}')
+    viz = dict(tool=VIZ, prefix="cplab-viz: error: ")
+    bench = ["--bench-frames", "1"]
+    case("viz_trace_directory", ["--view", "timeline", "--trace", vizdir] + bench, needle="directory", **viz)
+    case("viz_dist_directory", ["--view", "scheduler", "--dist", vizdir] + bench, needle="directory", **viz)
+    case("viz_schedule_json_directory", ["--view", "scheduler", "--schedule-json", vizdir] + bench, needle="directory", **viz)
+    case("viz_trace_cp_huge", ["--view", "timeline", "--trace", big_cp] + bench, needle="cp", **viz)
+    case("viz_dist_batch_huge", ["--view", "scheduler", "--dist", big_batch] + bench, needle="batch_size", **viz)
+    case("viz_size_three_parts", ["--size", "1280x720x3"] + bench, needle="--size", **viz)
+    case("viz_unknown_option", ["--veiw", "ring"] + bench, needle="--view", **viz)  # CLI11 exited 109 here
+    case("viz_bad_number", ["--cp", "four"] + bench, needle="--cp", **viz)          # CLI11 exited 105 here
+    case("viz_missing_value", ["--cp"], needle="--cp", **viz)
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

@@ -1,0 +1,18 @@
+// commands.cpp: the whole `cplab` command line, as main.cpp and the fuzz test build it (commands.h).
+#include "cli_common.h"
+#include "commands.h"
+
+namespace cplab::app {
+
+void setup_cplab(CLI::App& app, int& status) {
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last one wins
+  setup_run(app, status);
+  setup_demo(app, status);
+  setup_layout(app, status);
+  setup_schedule(app, status);
+  setup_plan(app, status);
+  strict_numbers(app);
+}
+
+}  // namespace cplab::app
