@@ -15,6 +15,7 @@
 #include "attention.h"  // cuda/: check_supported
 #include "attention_bench.h"
 #include "attention_config.h"
+#include "cli_common.h"  // app/: strict numbers, parse-error messages
 #include "cp_bench.h"
 #include "device.h"  // cuda/
 #include "core/error.h"
@@ -94,11 +95,14 @@ int main(int argc, char** argv) {
       "cp", "one context-parallel attention layer on GPU ranks (any mode; virtual ranks of one GPU or NCCL) against the same\n"
             "attention as one kernel launch: ms, efficiency and TFLOP/s per GPU, bytes moved, communication hidden, checked");
   add_cp_options(*cp, cp_args);
+  cplab::app::strict_numbers(app);  // no clamped integers, no inf (app/cli_common.h)
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help (rc 0) or CLI11's message naming the option
-    return rc == 0 ? 0 : 2;
+    std::cerr << "cplab-bench: error: " << cplab::app::parse_error_text(app, e, argc, argv) << "\n";
+    return 2;
   }
 
   if (cp->parsed()) {
@@ -112,6 +116,9 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const std::exception& e) {
       std::cerr << "cplab-bench: error: " << e.what() << "\n";
+      return 1;
+    } catch (...) {
+      std::cerr << "cplab-bench: error: an unknown exception ended the run\n";
       return 1;
     }
   }
@@ -136,6 +143,9 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "cplab-bench: error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "cplab-bench: error: an unknown exception ended the run\n";
     return 1;
   }
 }
