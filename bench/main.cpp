@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
       "cplab-bench: benchmarks of cplab's CUDA kernels; each prints a table and checks its results.\n"
       "Exit status: 0 all PASS, 1 a FAIL or run error, 2 bad input, 77 no CUDA device (skipped).\n"
       "Example:\n"
-      "  cplab-bench attention --head-dim 128 --seq 4096,16384 --causal no --json out.json\n"};
+      "  cplab-bench attention --head-dim 128 --seq 4096,16384 --causal no --json out.json\n",
+      "cplab-bench"};
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
   cplab::bench::AttentionArgs args;
