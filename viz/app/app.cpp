@@ -3,6 +3,9 @@
 
 #include <imgui.h>
 
+#include <exception>
+#include <new>
+
 #include "core/error.h"
 #include "render.h"
 
@@ -15,6 +18,10 @@ void AppState::rebuild_run() {
     run_error.clear();
   } catch (const Error& e) {
     run_error = e.what();
+  } catch (const std::bad_alloc&) {  // an edit the rules let through but this machine cannot hold
+    run_error = "out of memory building this model: choose smaller sizes";
+  } catch (const std::exception& e) {
+    run_error = e.what();
   }
 }
 
@@ -24,6 +31,10 @@ void AppState::rebuild_sched() {
     sched_ok = true;
     sched_error.clear();
   } catch (const Error& e) {
+    sched_error = e.what();
+  } catch (const std::bad_alloc&) {  // an edit the rules let through but this machine cannot hold
+    sched_error = "out of memory building this model: choose smaller sizes";
+  } catch (const std::exception& e) {
     sched_error = e.what();
   }
 }
