@@ -107,7 +107,10 @@ nlohmann::json Fuzz::mutate_json(nlohmann::json j) {
         else *node = value();
         break;
       default:  // a number nudged to a neighbour
-        if (node->is_number_integer()) *node = node->get<std::int64_t>() + (coin() ? 1 : -1);
+        if (node->is_number_integer() && !node->is_number_unsigned()) {
+          const std::int64_t x = node->get<std::int64_t>();  // its neighbour, without wrapping at the ends
+          *node = x == std::numeric_limits<std::int64_t>::max() ? x - 1 : x == std::numeric_limits<std::int64_t>::min() ? x + 1 : x + (coin() ? 1 : -1);
+        }
         else *node = value();
     }
   }
