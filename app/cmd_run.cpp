@@ -2,6 +2,9 @@
 //
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
 // dQ, dK, dV), trace files, and the human table or --json report of reference/run/experiment.h.
+// Outputs are checked before the run without being touched (no output may be an input or another
+// output) and committed together after it succeeded (core/output_file.h): a failed run leaves every
+// existing output file as it was.
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
@@ -176,8 +179,7 @@ void prepare_outputs(const RunOptions& o, bool backward) {
 std::vector<std::filesystem::path> missing_folders(const std::string& dir) {
   std::vector<std::filesystem::path> v;
   std::error_code ec;
-  for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p, ec);
-       p = p.parent_path()) {
+  for (auto p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
     if (!p.has_filename()) continue;  // "a/b/" -> "a/b"
     v.push_back(p);
     if (!p.has_parent_path()) break;
@@ -189,7 +191,8 @@ std::vector<std::filesystem::path> missing_folders(const std::string& dir) {
 // is written, or none is and every existing file is as it was (a folder made for --out-dir is
 // removed again). r.o etc. are empty for a planned run (no --out-dir there).
 void write_outputs(const RunOptions& o, const RunReport& r, bool backward, bool f32) {
-  const std::vector<std::filesystem::path> made = o.out_dir.empty() ? std::vector<std::filesystem::path>{} : missing_folders(o.out_dir);
+  std::vector<std::filesystem::path> made;  // folders this call creates for --out-dir
+  if (!o.out_dir.empty()) made = missing_folders(o.out_dir);
   try {
     OutputSet set;
     if (!o.trace_path.empty()) set.stage(o.trace_path, "--trace", [&](std::ostream& out) { r.trace.write(out, false); });

@@ -177,6 +177,11 @@ TEST_CASE("output_file: a symbolic link is followed, not replaced") {
   cplab::write_file_whole(d.file("link"), "", text("new"));
   CHECK(fs::is_symlink(d.file("link")));
   CHECK(slurp(d.file("real")) == "new");
+  fs::create_symlink(d.file("missing"), d.file("dangling"));
+  CHECK(error_of([&] { cplab::write_file_whole(d.file("dangling"), "", text("x")); }) ==
+        d.file("dangling") + ": cannot open for writing: it is a symbolic link to nothing (a dangling link)");
+  CHECK(fs::is_symlink(d.file("dangling")));
+  CHECK(!fs::exists(d.file("missing")));
 }
 
 TEST_CASE("output_file: same_file") {

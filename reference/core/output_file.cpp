@@ -44,6 +44,13 @@ fs::path target_of(const std::string& path) {
 
 fs::path folder_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
 
+// a symbolic link target_of could not follow to a real path: dangling, or a /proc "magic" link such
+// as /dev/stdout -> /proc/self/fd/1 -> pipe:[...]; never renamed over (that would replace the link)
+bool is_link(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 mode_t new_file_mode() {
   const mode_t m = ::umask(0);  // (umask can only be read by setting it; set back at once)
   ::umask(m);
@@ -102,8 +109,9 @@ void fill_fd(int fd, const std::string& label, const FillFn& fill) {
 
 // the content of a direct target (a device or FIFO), written when the set commits
 void write_direct(const std::string& target, const std::string& label, const std::string& bytes) {
-  // O_NONBLOCK: a FIFO nobody reads fails at once (ENXIO) instead of hanging in open()
-  const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO nobody reads fails at once (ENXIO) instead of hanging in open(); O_APPEND:
+  // a regular file behind a magic link (/dev/stdout of a redirected process) is added to, not cut
+  const int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
     throw Error(label + ": cannot open for writing (" +
@@ -139,13 +147,14 @@ void check_writable(const std::string& path, std::string_view what) {
   if (const int e = stat_error(t, st); e == 0) {
     require(!S_ISDIR(st.st_mode), label + ": cannot open for writing: it is a directory (an output must name a file)");
     const int a = access_error(t, W_OK);
-    if (!S_ISREG(st.st_mode)) {  // a device or FIFO: written directly, so it must be writable itself
+    if (!S_ISREG(st.st_mode) || is_link(t)) {  // a device, FIFO or magic link: written directly
       require(a == 0, label + ": cannot open for writing (" + os_reason(a) + ")");
       return;
     }
     require(a == 0, label + ": cannot open for writing: the existing file is not writable (" + os_reason(a) + ")");
   } else {
     require(e == ENOENT, label + ": cannot open for writing (" + os_reason(e) + ")");
+    require(!is_link(t), label + ": cannot open for writing: it is a symbolic link to nothing (a dangling link)");
     require(t.has_filename(), label + ": cannot open for writing: it ends in '/' (an output must name a file)");
   }
   const fs::path dir = folder_of(t);
@@ -213,7 +222,7 @@ void OutputSet::stage(const std::string& path, std::string_view what, const Fill
     require(!same_file(x.target, s.target), s.label + ": is also " + x.label + " (each output needs its own file)");
   struct stat st {};
   const bool exists = ::stat(t.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {  // a device or FIFO: never renamed over; written at commit
+  if (exists && (!S_ISREG(st.st_mode) || is_link(t))) {  // a device, FIFO, magic link: written at commit
     std::ostringstream os;
     fill(os);
     require(!os.fail(), s.label + ": cannot write (the output stream failed)");

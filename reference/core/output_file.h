@@ -11,10 +11,12 @@
 //                    truncates nothing (an existing output stays as it is until commit)
 //   check_folder     the same for a folder that commit may create (--out-dir)
 //   same_file        whether two paths name one file (an output must not overwrite an input)
-// A target that exists and is not a regular file (/dev/full, /dev/stdout, a FIFO) cannot be renamed
+// A target that exists and is not a regular file (/dev/full, a terminal, a FIFO) cannot be renamed
 // over (and a device node must never be replaced): it is written directly at commit, before any
 // rename, and its write errors are still detected after the flush ("No space left on device").
-// A symbolic link to a file is followed: the file it names is replaced, the link kept.
+// A symbolic link to a file is followed: the file it names is replaced, the link kept. A link that
+// cannot be followed to a real path (/dev/stdout -> pipe:[...]) is written through, appending; a
+// dangling link is refused.
 // Every failure is a cplab::Error naming the path and the rule or the OS reason.
 // What it is not: a transaction across files. The renames of one commit() happen one after another;
 // a rename that fails midway (only an OS failure, the temporary files being written already) can
