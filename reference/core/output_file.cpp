@@ -16,6 +16,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <streambuf>
 
 #include "core/error.h"
@@ -213,6 +214,7 @@ OutputSet::~OutputSet() {
 }
 
 void OutputSet::stage(const std::string& path, std::string_view what, const FillFn& fill) {
+  if (committed_) throw std::logic_error("OutputSet::stage called after commit");
   check_writable(path, what);
   Staged s;
   s.label = label_of(path, what);
@@ -263,7 +265,7 @@ void OutputSet::stage(const std::string& path, std::string_view what, const Fill
 }
 
 void OutputSet::commit() {
-  require(!committed_, "internal: an OutputSet committed twice");
+  if (committed_) throw std::logic_error("OutputSet::commit called twice");
   for (const Staged& s : staged_)  // first the targets that may still fail on a write: nothing renamed yet
     if (s.temp.empty()) write_direct(s.target, s.label, s.bytes);
   std::set<std::string> folders;
