@@ -2,13 +2,15 @@
 //
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
 // dQ, dK, dV), trace files, and the human table or --json report of reference/run/experiment.h.
+// Outputs are checked before the run without being touched (no output may be an input or another
+// output) and committed together after it succeeded (core/output_file.h): a failed run leaves every
+// existing output file as it was.
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "layout/thd.h"
@@ -56,23 +59,23 @@ Tensor3<double> load3(const std::string& path, const char* what, index_t& s, ind
   return x;
 }
 
-void write3(const std::string& path, const Tensor3<double>& x, bool f32) {
+void write3(std::ostream& out, const std::string& path, const Tensor3<double>& x, bool f32) {
   const std::vector<std::int64_t> shape = {x.n, x.h, x.d};
   if (f32) {
     const Tensor3<float> y = cast<float>(x);
-    npy_write(path, shape, y.data.data());
+    npy_write(out, path, shape, y.data.data());
   } else {
-    npy_write(path, shape, x.data.data());
+    npy_write(out, path, shape, x.data.data());
   }
 }
 
-void write_rows(const std::string& path, const Rows<double>& x, bool f32) {
+void write_rows(std::ostream& out, const std::string& path, const Rows<double>& x, bool f32) {
   const std::vector<std::int64_t> shape = {x.rows(), x.cols()};
   if (f32) {
     const Rows<float> y = x.cast<float>();
-    npy_write(path, shape, y.data());
+    npy_write(out, path, shape, y.data());
   } else {
-    npy_write(path, shape, x.data());
+    npy_write(out, path, shape, x.data());
   }
 }
 
@@ -140,18 +143,79 @@ void print_human(const RunReport& r) {
             << fmt("%.3f", r.reference_seconds) << " s\n";
 }
 
-// create --out-dir and make sure the trace files can be written, naming the path that cannot
-void prepare_outputs(const RunOptions& o) {
+// the files of --out-dir, in the order they are written
+std::vector<std::string> out_dir_files(bool backward) {
+  if (backward) return {"o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"};
+  return {"o.npy", "lse.npy"};
+}
+
+// Before the (possibly long) run: every output could be written, none is an input or another output.
+// Nothing is created, opened or truncated here: the outputs are committed after the run (write_outputs).
+void prepare_outputs(const RunOptions& o, bool backward) {
+  std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
+  if (!o.trace_path.empty()) outs.emplace_back("--trace", o.trace_path);
+  if (!o.chrome_path.empty()) outs.emplace_back("--chrome-trace", o.chrome_path);
   if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    require(!ec && std::filesystem::is_directory(o.out_dir),
-            "--out-dir " + o.out_dir + ": cannot create the directory" + (ec ? " (" + ec.message() + ")" : ""));
+    check_folder(o.out_dir, "--out-dir");
+    for (const std::string& name : out_dir_files(backward))
+      outs.emplace_back("--out-dir", (std::filesystem::path(o.out_dir) / name).string());
   }
-  for (const std::string& path : {o.trace_path, o.chrome_path}) {
-    if (path.empty()) continue;
-    std::ofstream f(path);
-    require(static_cast<bool>(f), path + ": cannot open for writing");
+  const std::pair<const char*, const std::string*> ins[] = {
+      {"--q", &o.q_path}, {"--k", &o.k_path}, {"--v", &o.v_path}, {"--do", &o.do_path}};
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& [what, path] = outs[i];
+    std::error_code ec;
+    if (what != "--out-dir" || std::filesystem::is_directory(o.out_dir, ec)) check_writable(path, what);
+    for (const auto& [in_name, in_path] : ins)
+      require(in_path->empty() || !same_file(path, *in_path),
+              what + " " + path + " is the same file as the " + in_name + " input (an output must not overwrite an input)");
+    for (size_t j = 0; j < i; ++j)
+      require(!same_file(path, outs[j].second), what + " " + path + " is the same file as " + outs[j].first + " " +
+                                                    outs[j].second + " (each output needs its own file)");
+  }
+}
+
+// the folders create_directories(dir) would make, the deepest first
+std::vector<std::filesystem::path> missing_folders(const std::string& dir) {
+  std::vector<std::filesystem::path> v;
+  std::error_code ec;
+  for (auto p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    if (!p.has_filename()) continue;  // "a/b/" -> "a/b"
+    v.push_back(p);
+    if (!p.has_parent_path()) break;
+  }
+  return v;
+}
+
+// The outputs of a run that succeeded, committed together (core/output_file.h): every one of them
+// is written, or none is and every existing file is as it was (a folder made for --out-dir is
+// removed again). r.o etc. are empty for a planned run (no --out-dir there).
+void write_outputs(const RunOptions& o, const RunReport& r, bool backward, bool f32) {
+  std::vector<std::filesystem::path> made;  // folders this call creates for --out-dir
+  if (!o.out_dir.empty()) made = missing_folders(o.out_dir);
+  try {
+    OutputSet set;
+    if (!o.trace_path.empty()) set.stage(o.trace_path, "--trace", [&](std::ostream& out) { r.trace.write(out, false); });
+    if (!o.chrome_path.empty()) set.stage(o.chrome_path, "--chrome-trace", [&](std::ostream& out) { r.trace.write(out, true); });
+    if (!o.out_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.out_dir, ec);
+      require(!ec && std::filesystem::is_directory(o.out_dir),
+              "--out-dir " + o.out_dir + ": cannot create the directory" + (ec ? " (" + ec.message() + ")" : ""));
+      for (const std::string& name : out_dir_files(backward)) {
+        const std::string path = (std::filesystem::path(o.out_dir) / name).string();
+        set.stage(path, "--out-dir", [&](std::ostream& out) {
+          if (name == "o.npy") write3(out, path, r.o, f32);
+          else if (name == "lse.npy") write_rows(out, path, r.lse, f32);
+          else write3(out, path, name == "dq.npy" ? r.dq : name == "dk.npy" ? r.dk : r.dv, f32);
+        });
+      }
+    }
+    set.commit();
+  } catch (...) {
+    std::error_code ec;
+    for (const std::filesystem::path& p : made) std::filesystem::remove(p, ec);  // only if empty
+    throw;
   }
 }
 
@@ -165,9 +229,8 @@ int plan_action(const RunOptions& o) {
   RunReport r;
   r.spec = s;
   r.trace = plan_trace(s);  // checks s like validate(), without the CPU reference's limits
-  prepare_outputs(o);
-  if (!o.trace_path.empty()) r.trace.write(o.trace_path, false);
-  if (!o.chrome_path.empty()) r.trace.write(o.chrome_path, true);
+  prepare_outputs(o, s.backward);
+  write_outputs(o, r, s.backward, false);
   summarize_trace(r);
   r.dense_flops = dense_flops(s);
   if (o.json) {
@@ -222,7 +285,7 @@ int run_action(RunOptions& o) {
   }
   s.cp = CpSpec(f);
   validate(s);
-  prepare_outputs(o);  // before the (possibly long) run: a bad path fails now, not after it
+  prepare_outputs(o, s.backward);  // before the (possibly long) run: a bad path fails now, not after it
   if (!any_in) in = make_inputs(s);
   if (s.backward) {
     if (!o.do_path.empty()) {
@@ -234,27 +297,19 @@ int run_action(RunOptions& o) {
     }
   }
   const RunReport r = run_experiment(s, in);
-  if (!o.trace_path.empty()) r.trace.write(o.trace_path, false);
-  if (!o.chrome_path.empty()) r.trace.write(o.chrome_path, true);
-  if (!o.out_dir.empty()) {
-    const bool f32 = s.dtype == "float";
-    write3(o.out_dir + "/o.npy", r.o, f32);
-    write_rows(o.out_dir + "/lse.npy", r.lse, f32);
-    if (s.backward) {
-      write3(o.out_dir + "/dq.npy", r.dq, f32);
-      write3(o.out_dir + "/dk.npy", r.dk, f32);
-      write3(o.out_dir + "/dv.npy", r.dv, f32);
-    }
-  }
-  if (o.json) std::cout << report_json(r).dump(2) << "\n";
-  else print_human(r);
+  // a run whose check failed writes nothing: an existing output stays as it was
+  std::string failed;
   const std::pair<const char*, std::optional<double>> errs[] = {
       {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
   for (const auto& [name, e] : errs)
-    if (e && !std::isfinite(*e)) {
-      std::cerr << "cplab: check failed: the error of " << name << " is not finite\n";
-      return 1;
-    }
+    if (failed.empty() && e && !std::isfinite(*e)) failed = name;
+  if (failed.empty()) write_outputs(o, r, s.backward, s.dtype == "float");
+  if (o.json) std::cout << report_json(r).dump(2) << "\n";
+  else print_human(r);
+  if (!failed.empty()) {
+    std::cerr << "cplab: check failed: the error of " << failed << " is not finite (no output file was written)\n";
+    return 1;
+  }
   return 0;
 }
 

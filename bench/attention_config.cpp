@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <system_error>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/util.h"
 
 namespace cplab::bench {
@@ -130,10 +130,9 @@ AttentionPlan make_plan(const AttentionArgs& a) {
                 (ec ? " (" + ec.message() + ")" : std::string()));
   }
   p.json_path = a.json_path;
-  if (!p.json_path.empty()) {  // refuse an unwritable path now, not after minutes of benchmarking
-    std::ofstream probe(p.json_path, std::ios::app);
-    require(static_cast<bool>(probe), "--json " + p.json_path + ": cannot open the file for writing");
-  }
+  // refuse an unwritable path now, not after minutes of benchmarking; without creating or touching
+  // the file (the report is written whole at the end, core/output_file.h)
+  if (!p.json_path.empty()) check_writable(p.json_path, "--json");
   return p;
 }
 

@@ -5,14 +5,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "cp_ranks.h"
@@ -124,6 +125,11 @@ void check_cp_args(const CpArgs& a) {
   const GpuCpSpec s = spec_of(a);
   require(s.dtype != DType::f32, "cplab-bench cp runs kernel " + a.kernel + ": dtype bf16 or fp16");
   s.check();
+  // the output files, checked now (nothing created or truncated) and written whole after the run
+  if (!a.trace_path.empty()) check_writable(a.trace_path, "--trace");
+  if (!a.json_path.empty()) check_writable(a.json_path, "--json");
+  require(a.trace_path.empty() || a.json_path.empty() || !same_file(a.trace_path, a.json_path),
+          "--json " + a.json_path + " is the same file as --trace " + a.trace_path + " (each output needs its own file)");
 }
 
 int run_cp(const CpArgs& a) {
@@ -269,6 +275,7 @@ int run_cp(const CpArgs& a) {
                  {"max_rel_diff", std::isfinite(worst) ? nlohmann::json(worst) : nlohmann::json(nullptr)}, {"pass", pass_ok}};
     if (!problems.empty()) out[pass]["check_problems"] = problems;
   }
+  OutputSet files;  // --trace and --json, committed together at the end (core/output_file.h)
   if (!a.trace_path.empty()) {  // the planned trace of this run with the measured compute times
     // dtype: the reference's arithmetic (it sizes the planned messages); the GPU's is s.dtype
     const RunSpec rs{.cp = s.cp, .backward = bwd, .dtype = "float"};
@@ -291,15 +298,13 @@ int run_cp(const CpArgs& a) {
       }
       measured.add(ev);
     }
-    measured.write(a.trace_path, false);
+    files.stage(a.trace_path, "--trace", [&](std::ostream& f) { measured.write(f, false); });
+  }
+  if (!a.json_path.empty()) files.stage(a.json_path, "--json", [&](std::ostream& f) { f << out.dump(2) << "\n"; });
+  files.commit();
+  if (!a.trace_path.empty())
     std::printf("\ntrace with the measured compute times: %s (cplab-viz --view timeline --trace %s)\n", a.trace_path.c_str(),
                 a.trace_path.c_str());
-  }
-  if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    f << out.dump(2) << "\n";
-    require(f.good(), "cannot write " + a.json_path);
-  }
   std::printf("\n%s\n", ok ? "all PASS"
                            : "FAIL: the CP result differs from the one-launch baseline beyond the tolerance, or there was nothing valid to compare");
   return ok ? 0 : 1;

@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <stdexcept>
+
+#include "core/output_file.h"
 
 #ifndef CPLAB_BENCH_COMMIT
 #define CPLAB_BENCH_COMMIT "unknown"
@@ -275,9 +277,7 @@ void write_json(const AttentionPlan& plan, const Baseline& baseline, const SdpaE
     j["sdpa_error"] = yardstick_json(r.yard);
     out["rows"].push_back(j);
   }
-  std::ofstream f(plan.json_path);
-  f << out.dump(2) << "\n";
-  if (!f) throw std::runtime_error("--json " + plan.json_path + ": could not write the file");
+  write_file_whole(plan.json_path, "--json", [&](std::ostream& f) { f << out.dump(2) << "\n"; });
 }
 
 }  // namespace cplab::bench

@@ -41,6 +41,7 @@ void print_footer(const std::vector<Row>& rows);
 // the second table: per yardstick row and tensor, ours, SDPA's errors, the ratio, PASS / FAIL
 void print_yardstick(const SdpaErrorRun& sdpa, const std::vector<Row>& rows);
 void write_json(const AttentionPlan& plan, const Baseline& baseline, const SdpaErrorRun& sdpa, const std::string& gpu,
-                const std::vector<Row>& rows);  // to plan.json_path; throws std::runtime_error if it cannot
+                const std::vector<Row>& rows);  // to plan.json_path, whole (core/output_file.h); throws
+                                                // cplab::Error naming the path if it cannot
 
 }  // namespace cplab::bench

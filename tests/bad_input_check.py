@@ -95,6 +95,103 @@ if VIZ:
     case("viz_unknown_option", ["--veiw", "ring"] + bench, needle="--view", **viz)  # CLI11 exited 109 here
     case("viz_bad_number", ["--cp", "four"] + bench, needle="--cp", **viz)          # CLI11 exited 105 here
     case("viz_missing_value", ["--cp"], needle="--cp", **viz)
+# ---- B. outputs written whole (i19-outputs) --------------------------------------------------------
+# Every output is written to a temporary file in its folder and renamed when the run succeeded: after
+# any failed run an existing output file is byte-identical, and no ".cplab-tmp-" file is left.
+KNOWN = b"known bytes of an existing output\n"
+OUT = path("outputs")
+
+
+def npy_f8(shape):
+    """a valid little-endian float64 .npy of zeros (no NumPy needed)"""
+    dims = "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(map(str, shape))
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + dims + "), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    n = 1
+    for d in shape:
+        n *= d
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(8 * n)
+
+
+def known(*names):
+    """files under OUT holding KNOWN (folders made as needed); their paths"""
+    paths = [os.path.join(OUT, n) for n in names]
+    for f in paths:
+        os.makedirs(os.path.dirname(f), exist_ok=True)
+        with open(f, "wb") as fh:
+            fh.write(KNOWN)
+    return paths
+
+
+def no_temp_files(name, folders):
+    for d in folders:
+        left = [x for x in os.listdir(d) if ".cplab-tmp-" in x]
+        if left:
+            failures.append(f"[{name}] temporary files left in {d}: {left}")
+
+
+def kept(name, argv, files, needle="", rc=2):
+    """a failing run (exit rc, needle in its message) after which every file in files still holds KNOWN"""
+    case(name, argv, rc=rc, needle=needle)
+    for f in files:
+        with open(f, "rb") as fh:
+            got = fh.read()
+        if got != KNOWN:
+            failures.append(f"[{name}] {f} changed by the failed run: {len(got)} bytes, starting {got[:40]!r}")
+    no_temp_files(name, {os.path.dirname(f) for f in files})
+
+
+os.makedirs(OUT, exist_ok=True)
+with open(os.path.join(OUT, "bad.npy"), "wb") as fh:
+    fh.write(b"not an npy file")
+with open(os.path.join(OUT, "do_1d.npy"), "wb") as fh:
+    fh.write(npy_f8([8]))
+BAD_DO = os.path.join(OUT, "bad.npy")
+SMALL = ["run", "--cp", "2", "--seq", "8"]
+
+t, c = known("t.json", "c.json")
+kept("out_bad_do_keeps_traces", [*SMALL, "--backward", "--do", BAD_DO, "--trace", t, "--chrome-trace", c], [t, c],
+     needle="bad magic")
+(x,) = known("do_and_trace.json")
+kept("out_do_is_trace", [*SMALL, "--backward", "--do", x, "--trace", x], [x], needle="is the same file as the --do input")
+t, c = known("t.json", "c.json")
+kept("out_trace_is_chrome_trace", [*SMALL, "--trace", t, "--chrome-trace", os.path.join(OUT, ".", "t.json")], [t],
+     needle="each output needs its own file")
+d = os.path.join(OUT, "dir")
+files = known("dir/o.npy", "dir/lse.npy", "dir/dq.npy", "dir/t.json")
+kept("out_dir_failed_run", [*SMALL, "--backward", "--do", os.path.join(OUT, "do_1d.npy"), "--out-dir", d,
+                            "--trace", os.path.join(d, "t.json")], files, needle="must be 3-d")
+# an output that is an input: refused before anything is written, the input unchanged
+(q,) = known("in/o.npy")
+with open(q, "wb") as fh:
+    fh.write(npy_f8([8, 1, 8]))
+with open(q, "rb") as fh:
+    q_bytes = fh.read()
+case("out_dir_output_is_input", [*SMALL, "--q", q, "--k", q, "--v", q, "--out-dir", os.path.dirname(q)],
+     needle=f"--out-dir {q} is the same file as the --q input")
+case("out_trace_is_input", [*SMALL, "--q", q, "--k", q, "--v", q, "--trace", os.path.join(OUT, "in", "..", "in", "o.npy")],
+     needle="is the same file as the --q input")
+with open(q, "rb") as fh:
+    if fh.read() != q_bytes:
+        failures.append(f"[out_dir_output_is_input] the --q input {q} changed")
+kept("out_trace_is_directory", [*SMALL, "--trace", d, "--out-dir", d], files, needle="is a directory")
+kept("out_trace_missing_folder", [*SMALL, "--trace", os.path.join(OUT, "no", "t.json"), "--out-dir", d], files,
+     needle="does not exist")
+if os.path.exists("/dev/full"):
+    kept("out_trace_dev_full", [*SMALL, "--trace", "/dev/full", "--out-dir", d], files,
+         needle="--trace /dev/full: cannot write (No space left on device)")
+    kept("out_plan_only_dev_full", [*SMALL, "--plan-only", "--chrome-trace", "/dev/full", "--trace", files[3]],
+         [files[3]], needle="No space left on device")
+    if not os.path.exists("/dev/full") or os.path.isfile("/dev/full"):
+        failures.append("[out_trace_dev_full] /dev/full is no longer a device")
+# a run that succeeds still writes every output (replacing the old bytes) and leaves no temporary file
+ok = os.path.join(OUT, "ok", "new")
+t, c = known("ok/t.json", "ok/c.json")
+case("out_success_writes_all", [*SMALL, "--backward", "--out-dir", ok, "--trace", t, "--chrome-trace", c], rc=0)
+for f in [t, c] + [os.path.join(ok, n) for n in ("o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy")]:
+    if not os.path.isfile(f) or open(f, "rb").read(6) in (b"", KNOWN[:6]):
+        failures.append(f"[out_success_writes_all] {f} was not written")
+no_temp_files("out_success_writes_all", [os.path.dirname(t), ok])
 
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:

@@ -313,7 +313,8 @@ TEST_CASE("npy: writer errors") {
   TempDir t;
   const double x = 1.0;
   const std::string bad = (t.dir / "no_such_dir" / "out.npy").string();
-  CHECK(error_of([&] { cplab::npy_write(bad, {1}, &x); }) == bad + ": cannot open file for writing");
+  CHECK(error_of([&] { cplab::npy_write(bad, {1}, &x); }) ==
+        bad + ": cannot open for writing: the directory " + (t.dir / "no_such_dir").string() + " does not exist");
   const std::string p = t.file("w.npy");
   CHECK(error_of([&] { cplab::npy_write(p, {2, -1}, &x); }) == p + ": cannot write shape (2, -1) (negative entry)");
   CHECK(error_of([&] { cplab::npy_write(p, {2}, static_cast<const double*>(nullptr)); }) ==

@@ -15,7 +15,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string_view>
+
+#include "core/output_file.h"
 
 namespace cplab {
 namespace {
@@ -180,7 +183,8 @@ class HeaderParser {
 };
 
 template <class T>
-void write_impl(const std::string& path, const std::vector<std::int64_t>& shape, const T* data, const char* descr) {
+void write_impl(std::ostream& out, const std::string& path, const std::vector<std::int64_t>& shape, const T* data,
+                const char* descr) {
   std::int64_t bytes = 0;
   for (std::int64_t d : shape) require(d >= 0, path + ": cannot write shape " + npy_shape_string(shape) + " (negative entry)");
   require(checked_product(shape, sizeof(T), bytes), path + ": cannot write shape " + npy_shape_string(shape) + " (too many elements)");
@@ -193,15 +197,17 @@ void write_impl(const std::string& path, const std::vector<std::int64_t>& shape,
   header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + '\n';
   const auto hlen = static_cast<std::uint16_t>(header.size());  // <= ~1.4 KB given kMaxDims
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  require(static_cast<bool>(out), path + ": cannot open file for writing");
   out.write(kMagic, kMagicLen);
   const char version_and_len[4] = {1, 0, static_cast<char>(hlen & 0xff), static_cast<char>(hlen >> 8)};
   out.write(version_and_len, 4);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   if (bytes > 0) out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  out.close();
-  require(!out.fail(), path + ": write failed");
+}
+
+// to a file, whole or not at all (core/output_file.h): a refused shape leaves an existing file as it was
+template <class T>
+void write_file(const std::string& path, const std::vector<std::int64_t>& shape, const T* data, const char* descr) {
+  write_file_whole(path, "", [&](std::ostream& out) { write_impl(out, path, shape, data, descr); });
 }
 
 }  // namespace
@@ -288,11 +294,19 @@ std::string npy_shape_string(const std::vector<std::int64_t>& shape) {
 }
 
 void npy_write(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
-  write_impl(path, shape, data, "<f4");
+  write_file(path, shape, data, "<f4");
 }
 
 void npy_write(const std::string& path, const std::vector<std::int64_t>& shape, const double* data) {
-  write_impl(path, shape, data, "<f8");
+  write_file(path, shape, data, "<f8");
+}
+
+void npy_write(std::ostream& out, const std::string& name, const std::vector<std::int64_t>& shape, const float* data) {
+  write_impl(out, name, shape, data, "<f4");
+}
+
+void npy_write(std::ostream& out, const std::string& name, const std::vector<std::int64_t>& shape, const double* data) {
+  write_impl(out, name, shape, data, "<f8");
 }
 
 }  // namespace cplab

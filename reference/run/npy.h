@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,14 @@ std::string npy_shape_string(const std::vector<std::int64_t>& shape);
 // Reads path; throws cplab::Error ("<path>: <rule broken>") on any malformed or unsupported file.
 NpyArray npy_read(const std::string& path);
 
-// Writes a C-ordered array of product(shape) elements (data may be null when that is 0).
+// Writes a C-ordered array of product(shape) elements (data may be null when that is 0), whole or
+// not at all (core/output_file.h: an existing file is replaced only by a complete new one).
 // Throws cplab::Error if a shape entry is negative, shape has more than 64 dimensions (the reader's
 // limit; NumPy's is 32), or the file cannot be written.
 void npy_write(const std::string& path, const std::vector<std::int64_t>& shape, const float* data);   // '<f4'
 void npy_write(const std::string& path, const std::vector<std::int64_t>& shape, const double* data);  // '<f8'
+// The same bytes to a stream (e.g. an OutputSet's fill); name is the file named in messages.
+void npy_write(std::ostream& out, const std::string& name, const std::vector<std::int64_t>& shape, const float* data);
+void npy_write(std::ostream& out, const std::string& name, const std::vector<std::int64_t>& shape, const double* data);
 
 }  // namespace cplab

@@ -2,10 +2,11 @@
 #include "sim/trace.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace cplab {
 
@@ -216,11 +217,10 @@ json Trace::to_chrome_json() const {
   return json{{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", meta_}};
 }
 
+void Trace::write(std::ostream& out, bool chrome) const { out << (chrome ? to_chrome_json() : to_json()).dump(1) << "\n"; }
+
 void Trace::write(const std::string& path, bool chrome) const {
-  std::ofstream f(path);
-  require(static_cast<bool>(f), path + ": cannot open for writing");
-  f << (chrome ? to_chrome_json() : to_json()).dump(1) << "\n";
-  require(static_cast<bool>(f), path + ": write failed");
+  write_file_whole(path, "", [&](std::ostream& out) { write(out, chrome); });
 }
 
 }  // namespace cplab

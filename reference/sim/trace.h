@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -84,6 +85,9 @@ class Trace {
   nlohmann::json to_json() const;
   nlohmann::json to_chrome_json() const;
   static Trace from_json(const nlohmann::json& j);  // throws cplab::Error on a malformed trace
+  // the JSON form (chrome: to_chrome_json) to a stream, or to a file written whole or not at all
+  // (core/output_file.h; throws cplab::Error naming the path if it cannot be written)
+  void write(std::ostream& out, bool chrome) const;
   void write(const std::string& path, bool chrome) const;
 
  private:

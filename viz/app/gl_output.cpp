@@ -9,7 +9,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ostream>
+#include <string>
 #include <vector>
+
+#include "core/error.h"
+#include "core/output_file.h"
 
 namespace cplab::viz {
 
@@ -28,6 +33,7 @@ void style() {
 }  // namespace
 
 int run_window(AppState& app, int W, int H, const std::string& png, int frames) {
+  if (!png.empty()) check_writable(png, "--out");  // before any drawing; nothing is created yet
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
     std::fprintf(stderr,
@@ -81,11 +87,19 @@ int run_window(AppState& app, int W, int H, const std::string& png, int frames) 
       glReadBuffer(GL_BACK);
       glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
       stbi_flip_vertically_on_write(1);
-      if (stbi_write_png(png.c_str(), fw, fh, 4, px.data(), fw * 4) == 0) {
-        std::fprintf(stderr, "cplab-viz: cannot write %s\n", png.c_str());
-        rc = 1;
-      } else {
+      std::string bytes;  // the PNG in memory, then written whole or not at all (core/output_file.h)
+      const auto append = [](void* to, void* data, int n) {
+        static_cast<std::string*>(to)->append(static_cast<const char*>(data), static_cast<size_t>(n));
+      };
+      try {
+        require(stbi_write_png_to_func(append, &bytes, fw, fh, 4, px.data(), fw * 4) != 0,
+                "--out " + png + ": cannot encode the PNG");
+        write_file_whole(png, "--out",
+                         [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
         std::printf("cplab-viz: wrote %s (%dx%d)\n", png.c_str(), fw, fh);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "cplab-viz: %s\n", e.what());
+        rc = 2;
       }
     }
     glfwSwapBuffers(win);

@@ -1,8 +1,9 @@
 // gl_output.h: where cplab-viz's frames go: a window, a PNG (headless), or nowhere (--bench-frames).
 //
 // What it is: run_window (GLFW + OpenGL3 window; interactive until closed, or `frames` frames then
-// the last one written to a PNG with stb_image_write), and bench_frames (ImGui without any
-// backend: builds N frames on the CPU and returns the mean time per frame; needs no display).
+// the last one encoded with stb_image_write and written to a PNG whole or not at all,
+// core/output_file.h), and bench_frames (ImGui without any backend: builds N frames on the CPU and
+// returns the mean time per frame; needs no display).
 // No display: run_window returns an error naming the fixes (xvfb-run, DISPLAY), never crashes.
 // What it is not: what a frame contains (app.h).
 #pragma once
@@ -13,7 +14,8 @@
 
 namespace cplab::viz {
 
-// returns a process exit code; png empty = interactive
+// returns a process exit code; png empty = interactive; a png path that cannot be written throws
+// cplab::Error before anything is drawn, a failed write is exit 2 with the path and the reason
 int run_window(AppState& app, int W, int H, const std::string& png, int frames);
 // mean CPU milliseconds to build one frame (scene + ImGui draw lists), over n frames
 double bench_frames(AppState& app, int W, int H, int n);
