@@ -34,7 +34,7 @@ struct CpFields {
   Layout layout = Layout::zigzag;
   index_t cp = 4;
   index_t icp = 0, ocp = 0;  // a2a+p2p: inner all-to-all size x outer ring size (= cp)
-  index_t seq = 0;           // tokens; 0 with cu_seqlens: their packed total (required otherwise)
+  index_t seq = 0;           // tokens, <= 2^40; 0 with cu_seqlens: their packed total (required otherwise)
   index_t heads = 8, kv_heads = 2, head_dim = 64, v_head_dim = 0;  // v_head_dim 0: = head_dim
   bool causal = false;
   double scale = 0;  // 0: 1/sqrt(head_dim)
