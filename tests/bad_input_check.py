@@ -87,6 +87,12 @@ case("cu_seqlens_huge", ["run", "--cp", "4", "--cu-seqlens", "0,9223372036854775
      needle="cu_seqlens total 9223372036854775807 is more than 2^40 tokens")
 case("hcp_huge_outer", ["run", "--mode", "a2a+p2p", "--cp", "4", "--seq", "32", "--hcp", "4,4611686018427387905"],
      needle="size 4611686018427387905 is more than the 256 ranks")
+case("run_head_dim_huge", ["run", "--cp", "2", "--seq", "8", "--head-dim", "9223372036854775807"],
+     needle="head-dim 9223372036854775807 is more than 65536")
+case("run_kv_heads_huge", ["run", "--cp", "2", "--seq", "8", "--heads", "4611686018427387904",
+                           "--kv-heads", "4611686018427387904"], needle="heads 4611686018427387904 is more than 65536")
+case("run_seq_huge", ["run", "--cp", "2", "--seq", "9223372036854775806", "--plan-only"],
+     needle="seq 9223372036854775806 is more than 2^40 tokens")
 case("schedule_ranks_huge", ["schedule", "--lengths", "100", "--ranks", "4611686018427387904"],
      needle="ranks 4611686018427387904 is more than 4096")
 case("schedule_lengths_huge", ["schedule", "--lengths", "9223372036854775807,1", "--ranks", "8"],

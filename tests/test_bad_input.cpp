@@ -190,6 +190,12 @@ TEST_CASE("bad input: sizes are checked before anything is derived from them") {
   f.cp = 4, f.seq = 32, f.icp = 4611686018427387904, f.ocp = 4;  // fields filled without parse_hcp
   CHECK_THROWS_WITH_AS(CpSpec{f}, "--hcp 4611686018427387904,4 multiplies to more than cp, not cp = 4 (ICP x OCP must equal cp)",
                        Error);
+  CpFields g;
+  g.seq = 32, g.head_dim = 9223372036854775807;
+  CHECK_THROWS_WITH_AS(CpSpec{g}, "head-dim 9223372036854775807 is more than 65536 (cplab's limit on head counts and head dims)",
+                       Error);
+  g.head_dim = 64, g.seq = 9223372036854775800;
+  CHECK_THROWS_WITH_AS(CpSpec{g}, "seq 9223372036854775800 is more than 2^40 tokens, the most cplab takes", Error);
   CHECK_THROWS_WITH_AS(Packing::padded({0, 1, 2}, 4611686018427387904), "padding factor 4611686018427387904 must be in [1, 512] (2*cp with cp <= 256)",
                        Error);
   CHECK_THROWS_WITH_AS(parse_cu_seqlens("0,5,-9223372036854775808"),

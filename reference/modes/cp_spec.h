@@ -27,6 +27,11 @@ namespace cplab {
 
 // The cp-size rule (1 <= P <= kMaxRanks) is check_cp_size in layout/layout.h: CpSpec applies it
 // first, and so does every layout function that takes a cp.
+// The other sizes' upper limits, also checked before anything is derived from them: seq <= 2^40
+// tokens (kMaxPackedTokens, as a packed batch), heads, kv-heads, head-dim and v-head-dim <=
+// kMaxHeads (far above any model; sums and products of two of them cannot overflow, and the
+// harness's memory and work estimates see the sizes as given).
+inline constexpr index_t kMaxHeads = 65536;
 
 // What a caller fills in. Defaults: 8 query heads over 2 KV heads of dim 64, zigzag over 4 ranks.
 struct CpFields {

@@ -21,9 +21,9 @@ void check_plan_problem(const PlanProblem& p, index_t gpus_per_node) {
   check_range(p.gpus, "gpus", kMaxRanks, "a plan traces every rank, as the CPU reference simulates them");
   check_range(gpus_per_node, "gpus-per-node", kMaxGpusPerNode, "more than any NVLink domain");
   check_range(p.seq, "seq", kMaxPackedTokens, "2^40 tokens, the most cplab takes");
-  check_range(p.heads, "heads", kMaxPlanHeads, "the planner's limit");
-  check_range(p.kv_heads, "kv-heads", kMaxPlanHeads, "the planner's limit");
-  check_range(p.head_dim, "head-dim", kMaxPlanHeads, "the planner's limit");
+  check_range(p.heads, "heads", kMaxHeads, "cplab's limit on head counts and head dims");
+  check_range(p.kv_heads, "kv-heads", kMaxHeads, "cplab's limit on head counts and head dims");
+  check_range(p.head_dim, "head-dim", kMaxHeads, "cplab's limit on head counts and head dims");
 }
 
 std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a) {
