@@ -1,4 +1,5 @@
-// trace.cpp: summaries and the two JSON forms of a Trace (see trace.h and docs/trace.md).
+// trace.cpp: summaries, the two JSON forms of a Trace, and the checked reading of the cplab form
+// (see trace.h and docs/trace.md).
 #include "sim/trace.h"
 
 #include <algorithm>

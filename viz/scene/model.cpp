@@ -1,4 +1,5 @@
-// model.cpp: building the run and schedule models from the reference (see model.h).
+// model.cpp: building the run and schedule models from the reference, and reading the trace and
+// schedule files they may come from, every field checked (see model.h).
 #include "model.h"
 
 #include <algorithm>
