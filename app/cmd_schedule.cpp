@@ -203,8 +203,8 @@ int schedule_action(const ScheduleOptions& o) {
   require(!o.dist.empty() || !o.lengths.empty(), "give --lengths L1,L2,... or --dist FILE");
   require(o.dist.empty() || o.lengths.empty(), "--lengths and --dist exclude each other");
   require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
-  require(o.batch_size >= 0, "--batch-size " + std::to_string(o.batch_size) +
-                                 " must be >= 0 (0: the distribution file's batch_size)");
+  require(o.batch_size >= 0,
+          "--batch-size " + std::to_string(o.batch_size) + " must be >= 0 (0: the distribution file's batch_size)");
   check_dcp_ranks(o.ranks, o.max_per_rank);
   if (!o.dist.empty()) return dist_action(o, cost);
   const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");

@@ -23,15 +23,16 @@ LengthDist read_length_dist(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not a cplab length distribution (" + e.what() + ")" + see);
   }
-  require(j.is_object(), path + ": not a cplab length distribution (a JSON object with name, min, max and "
-                                "lognormal_mixture)" + see);
+  const std::string shape = "a JSON object with name, min, max and lognormal_mixture";
+  require(j.is_object(), path + ": not a cplab length distribution (" + shape + ")" + see);
   for (const char* key : {"name", "min", "max", "lognormal_mixture"})
     require(j.contains(key), path + ": not a cplab length distribution (it has no field '" + key + "')" + see);
   LengthDist d;
   require(j["name"].is_string(), path + ": name is a JSON " + j["name"].type_name() + ", not a string");
   d.name = j["name"].get<std::string>();
   if (j.contains("description")) {
-    require(j["description"].is_string(), path + ": description is a JSON " + j["description"].type_name() + ", not a string");
+    require(j["description"].is_string(),
+            path + ": description is a JSON " + j["description"].type_name() + ", not a string");
     d.description = j["description"].get<std::string>();
   }
   d.min = json_int(j["min"], path + ": min", 1, kMaxDistLength);
@@ -58,8 +59,8 @@ LengthDist read_length_dist(const std::string& path) {
 }
 
 std::vector<std::int64_t> sample_batch(const LengthDist& d, std::int64_t count, std::mt19937_64& rng) {
-  require(count >= 1 && count <= kMaxBatchSamples, "batch size " + std::to_string(count) + " must be in [1, " +
-                                                       std::to_string(kMaxBatchSamples) + "]");
+  require(count >= 1 && count <= kMaxBatchSamples,
+          "batch size " + std::to_string(count) + " must be in [1, " + std::to_string(kMaxBatchSamples) + "]");
   std::vector<double> w;
   for (const auto& p : d.parts) w.push_back(p.weight);
   std::discrete_distribution<size_t> pick(w.begin(), w.end());

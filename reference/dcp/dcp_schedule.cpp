@@ -70,18 +70,19 @@ void check_dcp_ranks(std::int64_t N, std::int64_t M) {
   require(N >= 1 && pow2(N), "ranks " + std::to_string(N) + " is not a power of two (DCP groups are aligned power-of-two blocks)");
   require(N <= kMaxDcpRanks, "ranks " + std::to_string(N) + " is more than " + std::to_string(kMaxDcpRanks));
   require(M >= 1, "max-seqlen-per-rank " + std::to_string(M) + " must be >= 1");
-  require(M <= kMaxSeqlenPerRank, "max-seqlen-per-rank " + std::to_string(M) + " is more than 2^40 = " +
-                                      std::to_string(kMaxSeqlenPerRank) + " tokens");
+  require(M <= kMaxSeqlenPerRank, "max-seqlen-per-rank " + std::to_string(M) +
+                                      " is more than 2^40 = " + std::to_string(kMaxSeqlenPerRank) + " tokens");
 }
 
 void check_batch_size(std::int64_t n, std::int64_t N, const std::string& what) {
   require(n >= 1, what + " " + std::to_string(n) + " must be >= 1 (the batch is empty)");
-  require(n <= kMaxBatchSamples, what + " " + std::to_string(n) + " is more than the " + std::to_string(kMaxBatchSamples) +
-                                     " samples a DCP batch may hold");
+  require(n <= kMaxBatchSamples, what + " " + std::to_string(n) + " is more than the " +
+                                     std::to_string(kMaxBatchSamples) + " samples a DCP batch may hold");
   require(n <= kMaxRankSamples / N, what + " " + std::to_string(n) + " on " + std::to_string(N) +
                                         " ranks is more than 2^24 (rank, sample) pairs (the schedulers' records "
                                         "of what each rank runs; at most " +
-                                        std::to_string(kMaxRankSamples / N) + " samples on " + std::to_string(N) + " ranks)");
+                                        std::to_string(kMaxRankSamples / N) + " samples on " + std::to_string(N) +
+                                        " ranks)");
 }
 
 void check_batch(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M) {

@@ -19,8 +19,8 @@ Packing Packing::padded(std::vector<index_t> cu, index_t factor) {
   // the factor is 2*cp or cp with cp <= kMaxRanks; cu is check_cu_seqlens'd (entries in [0, 2^40]),
   // so a padded length is below 2^41 and only the running total needs a check
   require(factor >= 1 && factor <= 2 * kMaxRanks, "padding factor " + std::to_string(factor) + " must be in [1, " +
-                                                      std::to_string(2 * kMaxRanks) + "] (2*cp with cp <= " +
-                                                      std::to_string(kMaxRanks) + ")");
+                                                      std::to_string(2 * kMaxRanks) +
+                                                      "] (2*cp with cp <= " + std::to_string(kMaxRanks) + ")");
   check_cu_seqlens(cu);
   Packing p{cu, {0}};
   for (size_t s = 0; s + 1 < cu.size(); ++s) {

@@ -44,8 +44,8 @@ CpFields validated(CpFields s) {
   require(s.seq >= 1, "seq " + num(s.seq) + " must be >= 1");
   require(s.seq <= kMaxPackedTokens, "seq " + num(s.seq) + " is more than 2^40 tokens, the most cplab takes");
   require(s.v_head_dim >= 0, "v-head-dim " + num(s.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
-  for (const auto& [v, name] : {std::pair{s.heads, "heads"}, {s.kv_heads, "kv-heads"}, {s.head_dim, "head-dim"},
-                                {s.v_head_dim, "v-head-dim"}})
+  for (const auto& [v, name] :
+       {std::pair{s.heads, "heads"}, {s.kv_heads, "kv-heads"}, {s.head_dim, "head-dim"}, {s.v_head_dim, "v-head-dim"}})
     require(v <= kMaxHeads, std::string(name) + " " + num(v) + " is more than " + num(kMaxHeads) +
                                 " (cplab's limit on head counts and head dims)");
   const index_t dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;

@@ -92,10 +92,12 @@ Calibration read_calibration(const std::string& path) {
     const std::string row = file + ": row " + std::to_string(i);
     require(r.is_object() && r.contains("pass") && r.contains("s") && r.contains("tflops") && r.contains("causal"),
             file + ": every row needs pass, causal, s and tflops");
-    require(r["pass"].is_string(), row + ": pass is a JSON " + std::string(r["pass"].type_name()) + ", not \"fwd\" or \"bwd\"");
+    require(r["pass"].is_string(),
+            row + ": pass is a JSON " + std::string(r["pass"].type_name()) + ", not \"fwd\" or \"bwd\"");
     const std::string pass = r["pass"].get<std::string>();
     require(pass == "fwd" || pass == "bwd", file + ": pass '" + pass + "' is not fwd or bwd");
-    require(r["causal"].is_boolean(), row + ": causal is a JSON " + std::string(r["causal"].type_name()) + ", not true or false");
+    require(r["causal"].is_boolean(),
+            row + ": causal is a JSON " + std::string(r["causal"].type_name()) + ", not true or false");
     const double s = json_real(r["s"], row + ": s", -kMaxCalibrationRows, kMaxCalibrationRows);
     const double tf = json_real(r["tflops"], row + ": tflops", -kMaxCalibrationTflops, kMaxCalibrationTflops);
     require(s > 0 && tf > 0, file + ": s and tflops must be positive");

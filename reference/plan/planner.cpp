@@ -12,7 +12,8 @@ namespace {
 
 void check_range(index_t v, const char* what, index_t hi, const std::string& why) {
   require(v >= 1, std::string(what) + " " + std::to_string(v) + " must be >= 1");
-  require(v <= hi, std::string(what) + " " + std::to_string(v) + " is more than " + std::to_string(hi) + " (" + why + ")");
+  require(v <= hi,
+          std::string(what) + " " + std::to_string(v) + " is more than " + std::to_string(hi) + " (" + why + ")");
 }
 
 }  // namespace

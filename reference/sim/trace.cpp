@@ -172,9 +172,9 @@ Trace Trace::from_json(const json& j) {
             "unsupported cplab trace version");
     Trace t(static_cast<int>(int_field(member(j, "cp", top), 1, kMaxRanks, [] { return std::string("trace cp"); })));
     const json& meta = member(j, "meta", top);
-    if (!meta.is_object()) throw Error(std::string("meta is a JSON ") + meta.type_name() + ", not an object of strings");
-    for (const auto& [key, value] : meta.items())
-      t.meta_[key] = string_field(value, [&] { return "meta." + key; });
+    if (!meta.is_object())
+      throw Error(std::string("meta is a JSON ") + meta.type_name() + ", not an object of strings");
+    for (const auto& [key, value] : meta.items()) t.meta_[key] = string_field(value, [&] { return "meta." + key; });
     const json& events = member(j, "events", top);
     if (!events.is_array()) throw Error(std::string("events is a JSON ") + events.type_name() + ", not an array");
     const std::int64_t last_rank = t.cp_ - 1, last_step = t.cp_ + 1;  // a mode takes <= cp + 2 steps a phase
@@ -195,10 +195,13 @@ Trace Trace::from_json(const json& j) {
       if (phase != "fwd" && phase != "bwd") throw Error(ev() + ".phase '" + phase + "' is not fwd or bwd");
       e.phase = phase == "bwd" ? Phase::bwd : Phase::fwd;
       e.step = static_cast<int>(int_field(field("step"), 0, last_step, [&] {
-        return ev() + ".step (a trace of cp " + std::to_string(t.cp_) + " has steps 0.." + std::to_string(last_step) + ")";
+        return ev() + ".step (a trace of cp " + std::to_string(t.cp_) + " has steps 0.." + std::to_string(last_step) +
+               ")";
       }));
-      e.rank = static_cast<int>(int_field(field("rank"), 0, last_rank, [&] { return ev() + ".rank (cp " + std::to_string(t.cp_) + ")"; }));
-      e.peer = static_cast<int>(int_field(field("peer"), 0, last_rank, [&] { return ev() + ".peer (cp " + std::to_string(t.cp_) + ")"; }));
+      e.rank = static_cast<int>(
+          int_field(field("rank"), 0, last_rank, [&] { return ev() + ".rank (cp " + std::to_string(t.cp_) + ")"; }));
+      e.peer = static_cast<int>(
+          int_field(field("peer"), 0, last_rank, [&] { return ev() + ".peer (cp " + std::to_string(t.cp_) + ")"; }));
       if (e.kind == EventKind::tile) {
         e.section = string_field(field("section"), name("section"));
         e.mask = string_field(field("mask"), name("mask"));

@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/checked.h"
+#include "core/error.h"
 #include "dcp/dcp_batches.h"
 #include "dcp/dcp_cplab.h"
 #include "dcp/dcp_megatron.h"
-#include "core/checked.h"
-#include "core/error.h"
 #include "layout/thd.h"
 #include "plan/trace_plan.h"
 
@@ -66,8 +66,9 @@ void read_schedule_json(const std::string& path, SchedModel& m) {
     const std::uint64_t x = L[i].is_number_unsigned() ? L[i].get<std::uint64_t>() : 0;
     m.lengths.push_back(x >= 1 && x <= static_cast<std::uint64_t>(room)
                             ? static_cast<std::int64_t>(x)
-                            : json_int(L[i], path + ": lengths[" + std::to_string(i) +
-                                                 "] (ranks x max_seqlen_per_rank = " + std::to_string(room) + ")",
+                            : json_int(L[i],
+                                       path + ": lengths[" + std::to_string(i) +
+                                           "] (ranks x max_seqlen_per_rank = " + std::to_string(room) + ")",
                                        1, room));
   }
   m.source = path;
@@ -150,7 +151,8 @@ SchedModel SchedModel::build(const VizParams& p) {
   if (!p.schedule_json.empty()) {
     read_schedule_json(p.schedule_json, m);
   } else if (!p.dist.empty()) {
-    require(p.batch_size >= 0, "batch size " + std::to_string(p.batch_size) + " must be >= 0 (0: the distribution's own)");
+    require(p.batch_size >= 0,
+            "batch size " + std::to_string(p.batch_size) + " must be >= 0 (0: the distribution's own)");
     check_dcp_ranks(m.ranks, m.max_per_rank);  // before the batch is drawn: its size is checked against the ranks
     if (p.batch_size > 0) check_batch_size(p.batch_size, m.ranks, "batch size");
     const LengthDist d = read_length_dist(p.dist);
