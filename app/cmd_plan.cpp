@@ -31,7 +31,8 @@ std::string sizes_of(const PlanOption& o) {
 }
 
 int plan_action(const PlanOptions& o) {
-  require(o.gpus_per_node >= 1, "gpus-per-node must be >= 1");
+  const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, !o.no_causal, !o.forward_only};
+  check_plan_problem(p, o.gpus_per_node);  // the sizes' limits, before anything is derived from them
   require(o.gpus % o.gpus_per_node == 0 || o.gpus < o.gpus_per_node,
           "gpus " + std::to_string(o.gpus) + " must fill whole nodes of gpus-per-node = " + std::to_string(o.gpus_per_node));
   PerfAssumptions a;
@@ -44,7 +45,6 @@ int plan_action(const PlanOptions& o) {
   if (o.tflops > 0) a.gpu.fwd_tflops = o.tflops, a.gpu.bwd_tflops = o.bwd_tflops > 0 ? o.bwd_tflops : 0.85 * o.tflops;
   else if (o.bwd_tflops > 0) a.gpu.bwd_tflops = o.bwd_tflops;
   if (!o.calibration.empty()) a.calibration = read_calibration(o.calibration);
-  const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, !o.no_causal, !o.forward_only};
   const std::vector<PlanOption> opts = plan_options(p, a);
   const index_t nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
   if (o.json) {

@@ -131,11 +131,15 @@ double quantile(std::vector<double> v, double q) {
 }
 
 int dist_action(const ScheduleOptions& o, const CostModel& cost) {
-  const LengthDist d = read_length_dist(o.dist);
+  // every option's rule first (schedule_action checked ranks and M), then the file's
   require(o.batches >= 1 && o.batches <= 100000, "batches " + std::to_string(o.batches) + " must be in [1, 100000]");
+  if (o.batch_size > 0) check_batch_size(o.batch_size, o.ranks, "--batch-size");
+  const LengthDist d = read_length_dist(o.dist);
   const std::int64_t B = o.batch_size > 0 ? o.batch_size : d.batch_size;
-  require(d.max <= o.ranks * o.max_per_rank, o.dist + ": max length " + std::to_string(d.max) +
-                                                 " is more than ranks x max-seqlen-per-rank = " + std::to_string(o.ranks * o.max_per_rank));
+  if (o.batch_size == 0) check_batch_size(B, o.ranks, o.dist + ": batch_size");
+  const std::int64_t room = o.ranks * o.max_per_rank;  // <= 2^52 (check_dcp_ranks)
+  require(d.max <= room, o.dist + ": max length " + std::to_string(d.max) +
+                             " is more than ranks x max-seqlen-per-rank = " + std::to_string(room));
   std::mt19937_64 rng(static_cast<std::uint64_t>(o.seed));
   struct Acc {
     std::vector<double> ratio, speedup;
@@ -198,10 +202,11 @@ int schedule_action(const ScheduleOptions& o) {
   const CostModel cost = parse_cost(o.cost, o.cost_params);
   require(!o.dist.empty() || !o.lengths.empty(), "give --lengths L1,L2,... or --dist FILE");
   require(o.dist.empty() || o.lengths.empty(), "--lengths and --dist exclude each other");
-  if (!o.dist.empty()) {
-    check_batch({1}, o.ranks, o.max_per_rank);
-    return dist_action(o, cost);
-  }
+  require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
+  require(o.batch_size >= 0,
+          "--batch-size " + std::to_string(o.batch_size) + " must be >= 0 (0: the distribution file's batch_size)");
+  check_dcp_ranks(o.ranks, o.max_per_rank);
+  if (!o.dist.empty()) return dist_action(o, cost);
   const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");
   check_batch(L, o.ranks, o.max_per_rank);
   const DcpSchedule s = run_scheduler(o.scheduler, L, o.ranks, o.max_per_rank, cost);

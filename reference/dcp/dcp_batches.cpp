@@ -3,44 +3,70 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace cplab {
 
 LengthDist read_length_dist(const std::string& path) {
-  std::ifstream f(path);
-  require(static_cast<bool>(f), path + ": cannot open the distribution file");
-  LengthDist d;
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec), path + ": cannot open the distribution file");
+  const std::string text = read_text_file(path, "length distribution", kMaxDistFileBytes);
+  const std::string see = "; see data/README.md";
+  nlohmann::json j;
   try {
-    const nlohmann::json j = nlohmann::json::parse(f);
-    d.name = j.at("name").get<std::string>();
-    d.description = j.value("description", "");
-    d.min = j.at("min").get<std::int64_t>();
-    d.max = j.at("max").get<std::int64_t>();
-    d.batch_size = j.value("batch_size", std::int64_t{64});
-    for (const auto& p : j.at("lognormal_mixture"))
-      d.parts.push_back({p.at("weight").get<double>(), p.at("median").get<double>(), p.at("sigma").get<double>()});
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not a cplab length distribution (" + e.what() + "); see data/README.md");
+    throw Error(path + ": not a cplab length distribution (" + e.what() + ")" + see);
   }
-  require(!d.parts.empty(), path + ": lognormal_mixture is empty");
-  require(d.min >= 1 && d.max >= d.min, path + ": needs 1 <= min <= max");
-  require(d.batch_size >= 1, path + ": batch_size must be >= 1");
+  const std::string shape = "a JSON object with name, min, max and lognormal_mixture";
+  require(j.is_object(), path + ": not a cplab length distribution (" + shape + ")" + see);
+  for (const char* key : {"name", "min", "max", "lognormal_mixture"})
+    require(j.contains(key), path + ": not a cplab length distribution (it has no field '" + key + "')" + see);
+  LengthDist d;
+  require(j["name"].is_string(), path + ": name is a JSON " + j["name"].type_name() + ", not a string");
+  d.name = j["name"].get<std::string>();
+  if (j.contains("description")) {
+    require(j["description"].is_string(),
+            path + ": description is a JSON " + j["description"].type_name() + ", not a string");
+    d.description = j["description"].get<std::string>();
+  }
+  d.min = json_int(j["min"], path + ": min", 1, kMaxDistLength);
+  d.max = json_int(j["max"], path + ": max", 1, kMaxDistLength);
+  if (j.contains("batch_size")) d.batch_size = json_int(j["batch_size"], path + ": batch_size", 1, kMaxBatchSamples);
+  const nlohmann::json& parts = j["lognormal_mixture"];
+  require(parts.is_array(), path + ": lognormal_mixture is a JSON " + std::string(parts.type_name()) +
+                                ", not an array of {weight, median, sigma}");
+  require(!parts.empty(), path + ": lognormal_mixture is empty");
+  require(parts.size() <= kMaxDistParts, path + ": lognormal_mixture has " + std::to_string(parts.size()) +
+                                             " components, more than " + std::to_string(kMaxDistParts));
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const nlohmann::json& p = parts[k];
+    const std::string at = path + ": lognormal_mixture[" + std::to_string(k) + "]";
+    require(p.is_object() && p.contains("weight") && p.contains("median") && p.contains("sigma"),
+            at + " is not an object with weight, median and sigma");
+    d.parts.push_back({json_real(p["weight"], at + ".weight", -kMaxDistWeight, kMaxDistWeight),
+                       json_real(p["median"], at + ".median"), json_real(p["sigma"], at + ".sigma")});
+  }
+  require(d.max >= d.min, path + ": needs 1 <= min <= max");
   for (const auto& p : d.parts)
     require(p.weight > 0 && p.median > 0 && p.sigma >= 0, path + ": every component needs weight > 0, median > 0, sigma >= 0");
   return d;
 }
 
 std::vector<std::int64_t> sample_batch(const LengthDist& d, std::int64_t count, std::mt19937_64& rng) {
+  require(count >= 1 && count <= kMaxBatchSamples,
+          "batch size " + std::to_string(count) + " must be in [1, " + std::to_string(kMaxBatchSamples) + "]");
   std::vector<double> w;
   for (const auto& p : d.parts) w.push_back(p.weight);
   std::discrete_distribution<size_t> pick(w.begin(), w.end());
   std::normal_distribution<double> z(0.0, 1.0);
   std::vector<std::int64_t> out;
+  out.reserve(static_cast<size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     const auto& p = d.parts[pick(rng)];
     const double L = std::exp(std::log(p.median) + p.sigma * z(rng));

@@ -25,7 +25,18 @@ struct LengthDist {
   std::int64_t min = 1, max = 1 << 20, batch_size = 64;
 };
 
+// The file's limits (read_length_dist refuses anything else, naming the file and the field): a JSON
+// object of at most kMaxDistFileBytes; min and max whole numbers in [1, kMaxDistLength] (2^52 =
+// kMaxDcpRanks x kMaxSeqlenPerRank: no batch can hold a longer sample); batch_size a whole number
+// in [1, kMaxBatchSamples] (dcp_schedule.h); 1 to kMaxDistParts components, each with finite
+// weight in (0, kMaxDistWeight], median > 0 and sigma >= 0
+inline constexpr std::int64_t kMaxDistFileBytes = 1 << 20;
+inline constexpr std::int64_t kMaxDistLength = kMaxDcpRanks * kMaxSeqlenPerRank;
+inline constexpr size_t kMaxDistParts = 1000;
+inline constexpr double kMaxDistWeight = 1e12;
+
 LengthDist read_length_dist(const std::string& path);  // throws cplab::Error naming the file and rule
+// count lengths drawn from d; cplab::Error unless 1 <= count <= kMaxBatchSamples
 std::vector<std::int64_t> sample_batch(const LengthDist& d, std::int64_t count, std::mt19937_64& rng);
 DcpSchedule static_cp_schedule(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
                                const CostModel& cost);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "dcp/dcp_config_lp.h"
+#include "dcp/dcp_schedule.h"
 
 namespace cplab {
 
@@ -121,6 +122,7 @@ double area_bound(const std::vector<Job>& jobs, std::int64_t N, double lo, doubl
 }  // namespace
 
 DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost) {
+  check_batch(lengths, N, M);  // the sizes below (cp_min, c * M) stay far from overflow
   DcpBound b;
   const double n = static_cast<double>(N);
   const std::vector<Options> all = size_options(lengths, N, M, cost);
@@ -169,6 +171,7 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
 
 DcpBound sharpen_bound(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M, const CostModel& cost,
                        DcpBound b, double known) {
+  check_batch(lengths, N, M);
   // the rank-pattern LP (dcp_config_lp.h) raises it by steps of 0.2% while it can prove them,
   // below the known makespan (no bound can pass it)
   const double l = b.moldable - b.whole, room = known - b.whole;

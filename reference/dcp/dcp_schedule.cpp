@@ -66,16 +66,37 @@ void check(const DcpSchedule& s, const std::vector<std::int64_t>& lengths, std::
     if (seen[i] != 1) throw std::logic_error("dcp: sample " + std::to_string(i) + " scheduled " + std::to_string(seen[i]) + " times");
 }
 
-void check_batch(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M) {
+void check_dcp_ranks(std::int64_t N, std::int64_t M) {
   require(N >= 1 && pow2(N), "ranks " + std::to_string(N) + " is not a power of two (DCP groups are aligned power-of-two blocks)");
-  require(N <= 4096, "ranks " + std::to_string(N) + " is more than 4096");
+  require(N <= kMaxDcpRanks, "ranks " + std::to_string(N) + " is more than " + std::to_string(kMaxDcpRanks));
   require(M >= 1, "max-seqlen-per-rank " + std::to_string(M) + " must be >= 1");
+  require(M <= kMaxSeqlenPerRank, "max-seqlen-per-rank " + std::to_string(M) +
+                                      " is more than 2^40 = " + std::to_string(kMaxSeqlenPerRank) + " tokens");
+}
+
+void check_batch_size(std::int64_t n, std::int64_t N, const std::string& what) {
+  require(n >= 1, what + " " + std::to_string(n) + " must be >= 1 (the batch is empty)");
+  require(n <= kMaxBatchSamples, what + " " + std::to_string(n) + " is more than the " +
+                                     std::to_string(kMaxBatchSamples) + " samples a DCP batch may hold");
+  require(n <= kMaxRankSamples / N, what + " " + std::to_string(n) + " on " + std::to_string(N) +
+                                        " ranks is more than 2^24 (rank, sample) pairs (the schedulers' records "
+                                        "of what each rank runs; at most " +
+                                        std::to_string(kMaxRankSamples / N) + " samples on " + std::to_string(N) +
+                                        " ranks)");
+}
+
+void check_batch(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M) {
+  check_dcp_ranks(N, M);
   require(!lengths.empty(), "the batch is empty");
+  check_batch_size(static_cast<std::int64_t>(lengths.size()), N, "batch size");
+  const std::int64_t room = N * M;  // <= 2^52 (check_dcp_ranks)
   for (size_t i = 0; i < lengths.size(); ++i) {
-    require(lengths[i] >= 1, "sample " + std::to_string(i) + " has length " + std::to_string(lengths[i]) + " (must be >= 1)");
-    require(lengths[i] <= N * M, "sample " + std::to_string(i) + " has length " + std::to_string(lengths[i]) +
-                                     ", more than ranks x max-seqlen-per-rank = " + std::to_string(N) + " x " +
-                                     std::to_string(M) + " = " + std::to_string(N * M));
+    if (lengths[i] < 1)
+      throw Error("sample " + std::to_string(i) + " has length " + std::to_string(lengths[i]) + " (must be >= 1)");
+    if (lengths[i] > room)
+      throw Error("sample " + std::to_string(i) + " has length " + std::to_string(lengths[i]) +
+                  ", more than ranks x max-seqlen-per-rank = " + std::to_string(N) + " x " + std::to_string(M) + " = " +
+                  std::to_string(room));
   }
 }
 

@@ -53,8 +53,29 @@ void evaluate(DcpSchedule& s, const std::vector<std::int64_t>& lengths, const Co
 // throws std::logic_error describing the first violation (a scheduler bug, not user input)
 void check(const DcpSchedule& s, const std::vector<std::int64_t>& lengths, std::int64_t M);
 
-// checks the user's batch: N a power of two >= 1, M >= 1, lengths non-empty, each >= 1 and
-// <= N * M (cplab::Error naming the rule)
+// The limits of a DCP problem, each checked before anything is derived from it:
+//   ranks N               a power of two <= kMaxDcpRanks
+//   max-seqlen-per-rank M <= kMaxSeqlenPerRank (2^40 tokens, like a packed batch), so N * M <= 2^52,
+//                         and every length, cp_min and cost stays far from 64-bit overflow
+//   samples n             <= kMaxBatchSamples, and N * n <= kMaxRankSamples = 2^24: the schedulers
+//                         keep per-rank records of the samples a rank runs (check(), the "all on N
+//                         ranks" candidate, the bound's rank patterns). Measured peaks (2 cores,
+//                         --cost overhead): 4096 ranks x 4096 samples of code_longtail 650 MB and
+//                         33 s, the worst seen at 2^24 pairs; at 2^25 (x 8192) over 2 GB and growing
+//                         faster than linearly; 64 ranks x 1M samples 0.5 GB, 18 s
+inline constexpr std::int64_t kMaxDcpRanks = 4096;
+inline constexpr std::int64_t kMaxSeqlenPerRank = std::int64_t{1} << 40;
+inline constexpr std::int64_t kMaxBatchSamples = 1000000;
+inline constexpr std::int64_t kMaxRankSamples = std::int64_t{1} << 24;
+
+// N and M against their rules (cplab::Error naming the rule and the value)
+void check_dcp_ranks(std::int64_t N, std::int64_t M);
+// a batch of n samples on N ranks (N already checked): 1 <= n <= kMaxBatchSamples and N * n <=
+// kMaxRankSamples; `what` names where n came from ("--batch-size", "FILE: batch_size"), so it can
+// be checked before a batch is drawn
+void check_batch_size(std::int64_t n, std::int64_t N, const std::string& what);
+// checks the user's batch: check_dcp_ranks, check_batch_size, and every length >= 1 and <= N * M
+// (cplab::Error naming the rule)
 void check_batch(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M);
 
 // The aligned process groups of every power-of-two size for N ranks: size -> list of starts.

@@ -16,11 +16,19 @@ Packing Packing::unpadded(std::vector<index_t> cu) {
 }
 
 Packing Packing::padded(std::vector<index_t> cu, index_t factor) {
-  require(factor >= 1, "padding factor " + std::to_string(factor) + " must be >= 1");
+  // the factor is 2*cp or cp with cp <= kMaxRanks; cu is check_cu_seqlens'd (entries in [0, 2^40]),
+  // so a padded length is below 2^41 and only the running total needs a check
+  require(factor >= 1 && factor <= 2 * kMaxRanks, "padding factor " + std::to_string(factor) + " must be in [1, " +
+                                                      std::to_string(2 * kMaxRanks) +
+                                                      "] (2*cp with cp <= " + std::to_string(kMaxRanks) + ")");
+  check_cu_seqlens(cu);
   Packing p{cu, {0}};
   for (size_t s = 0; s + 1 < cu.size(); ++s) {
     const index_t len = cu[s + 1] - cu[s];
     p.cu_seqlens_padded.push_back(p.cu_seqlens_padded.back() + (len + factor - 1) / factor * factor);
+    if (p.cu_seqlens_padded.back() > kMaxPackedTokens)
+      throw Error("cu_seqlens padded to multiples of " + std::to_string(factor) + " total more than 2^40 tokens (" +
+                  std::to_string(p.cu_seqlens_padded.back()) + " after sequence " + std::to_string(s) + ")");
   }
   return p;
 }
@@ -66,9 +74,13 @@ void check_cu_seqlens(const std::vector<index_t>& cu) {
   for (size_t i = 0; i < cu.size() && i < 8; ++i) text += (i ? "," : "") + std::to_string(cu[i]);
   require(cu.size() >= 2, "cu_seqlens '" + text + "' needs at least two entries (0 and the total)");
   require(cu[0] == 0, "cu_seqlens must start at 0, got " + std::to_string(cu[0]));
+  // cu[i - 1] >= 0 by induction, so cu[i] - cu[i - 1] can only overflow for a negative cu[i]
   for (size_t i = 1; i < cu.size(); ++i)
-    require(cu[i] > cu[i - 1], "cu_seqlens must strictly increase (sequence " + std::to_string(i - 1) +
-                                   " would have length " + std::to_string(cu[i] - cu[i - 1]) + ")");
+    if (!(cu[i] > cu[i - 1]))
+      throw Error("cu_seqlens must strictly increase (sequence " + std::to_string(i - 1) +
+                  (cu[i] >= 0 ? " would have length " + std::to_string(cu[i] - cu[i - 1])
+                              : " would end at " + std::to_string(cu[i])) +
+                  ")");
   require(cu.back() <= kMaxPackedTokens, "cu_seqlens total " + std::to_string(cu.back()) + " is more than 2^40 tokens");
 }
 
@@ -84,11 +96,11 @@ void check_packed_lengths(const std::vector<index_t>& cu, Layout layout, index_t
   const std::string rule = layout_rule(layout, cp);
   for (size_t s = 0; s + 1 < cu.size(); ++s) {
     const index_t len = cu[s + 1] - cu[s];
-    require(len % f == 0, "sequence " + std::to_string(s) + " has length " + std::to_string(len) +
-                              ", not a multiple of " + rule + " (" + to_string(layout) +
-                              " splits every sequence into " + (layout == Layout::zigzag ? "2*cp" : "cp") +
-                              " equal chunks); pass --pad to pad each sequence to a multiple of " +
-                              std::to_string(f));
+    if (len % f != 0)
+      throw Error("sequence " + std::to_string(s) + " has length " + std::to_string(len) + ", not a multiple of " +
+                  rule + " (" + to_string(layout) + " splits every sequence into " +
+                  (layout == Layout::zigzag ? "2*cp" : "cp") +
+                  " equal chunks); pass --pad to pad each sequence to a multiple of " + std::to_string(f));
   }
 }
 

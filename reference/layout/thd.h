@@ -27,7 +27,8 @@ struct Packing {
   static Packing single(index_t S) { return Packing{{0, S}, {0, S}}; }
   // sequences used as they are (padded == real); the layout checks divisibility
   static Packing unpadded(std::vector<index_t> cu);
-  // every sequence padded at its end to a multiple of factor
+  // every sequence padded at its end to a multiple of factor; cplab::Error unless cu passes
+  // check_cu_seqlens, 1 <= factor <= 2 * kMaxRanks (2*cp) and the padded total is <= 2^40 tokens
   static Packing padded(std::vector<index_t> cu, index_t factor);
 
   index_t num_seqs() const { return static_cast<index_t>(cu_seqlens.size()) - 1; }

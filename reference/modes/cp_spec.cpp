@@ -42,7 +42,12 @@ CpFields validated(CpFields s) {
     s.seq = total;
   }
   require(s.seq >= 1, "seq " + num(s.seq) + " must be >= 1");
+  require(s.seq <= kMaxPackedTokens, "seq " + num(s.seq) + " is more than 2^40 tokens, the most cplab takes");
   require(s.v_head_dim >= 0, "v-head-dim " + num(s.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
+  for (const auto& [v, name] :
+       {std::pair{s.heads, "heads"}, {s.kv_heads, "kv-heads"}, {s.head_dim, "head-dim"}, {s.v_head_dim, "v-head-dim"}})
+    require(v <= kMaxHeads, std::string(name) + " " + num(v) + " is more than " + num(kMaxHeads) +
+                                " (cplab's limit on head counts and head dims)");
   const index_t dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
   check_attention_shapes(s.seq, s.heads, s.head_dim, s.seq, s.kv_heads, s.head_dim, s.seq, s.kv_heads, dv);
   require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
@@ -58,10 +63,12 @@ CpFields validated(CpFields s) {
     require(s.icp > 0 && s.ocp > 0,
             "a2a+p2p needs --hcp ICP,OCP (inner all-to-all size x outer ring size = cp); "
             "cplab never falls back to another mode");
-    require(s.cp % s.icp == 0 && s.cp / s.icp == s.ocp,
-            "--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " +
-                (s.ocp <= s.cp ? num(s.icp * s.ocp) : std::string("more than cp")) + ", not cp = " + num(s.cp) +
-                " (ICP x OCP must equal cp)");
+    // cp <= kMaxRanks (checked first), so a size above cp cannot be part of it, and the product of two
+    // sizes <= cp is small: the message never multiplies two user numbers that could overflow
+    if (!(s.cp % s.icp == 0 && s.cp / s.icp == s.ocp))
+      throw Error("--hcp " + num(s.icp) + "," + num(s.ocp) + " multiplies to " +
+                  (s.icp <= s.cp && s.ocp <= s.cp ? num(s.icp * s.ocp) : std::string("more than cp")) +
+                  ", not cp = " + num(s.cp) + " (ICP x OCP must equal cp)");
   }
   require(m.any_layout || s.layout == Layout::zigzag,
           std::string(m.name) +
@@ -96,6 +103,9 @@ CpSpec::CpSpec(CpFields f)
 void parse_hcp(const std::string& text, CpFields& f) {
   const std::vector<index_t> v = parse_int_list(text, "--hcp");
   require(v.size() == 2 && v[0] >= 1 && v[1] >= 1, "--hcp '" + text + "' must be two sizes ICP,OCP, each >= 1");
+  for (const index_t x : v)  // ICP x OCP = cp <= kMaxRanks: a larger size is refused before any product
+    require(x <= kMaxRanks, "--hcp '" + text + "': size " + num(x) + " is more than the " + num(kMaxRanks) +
+                                " ranks cplab takes (ICP x OCP must equal cp)");
   f.icp = v[0], f.ocp = v[1];
 }
 

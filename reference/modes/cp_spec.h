@@ -27,6 +27,11 @@ namespace cplab {
 
 // The cp-size rule (1 <= P <= kMaxRanks) is check_cp_size in layout/layout.h: CpSpec applies it
 // first, and so does every layout function that takes a cp.
+// The other sizes' upper limits, also checked before anything is derived from them: seq <= 2^40
+// tokens (kMaxPackedTokens, as a packed batch), heads, kv-heads, head-dim and v-head-dim <=
+// kMaxHeads (far above any model; sums and products of two of them cannot overflow, and the
+// harness's memory and work estimates see the sizes as given).
+inline constexpr index_t kMaxHeads = 65536;
 
 // What a caller fills in. Defaults: 8 query heads over 2 KV heads of dim 64, zigzag over 4 ranks.
 struct CpFields {
@@ -34,7 +39,7 @@ struct CpFields {
   Layout layout = Layout::zigzag;
   index_t cp = 4;
   index_t icp = 0, ocp = 0;  // a2a+p2p: inner all-to-all size x outer ring size (= cp)
-  index_t seq = 0;           // tokens; 0 with cu_seqlens: their packed total (required otherwise)
+  index_t seq = 0;           // tokens, <= 2^40; 0 with cu_seqlens: their packed total (required otherwise)
   index_t heads = 8, kv_heads = 2, head_dim = 64, v_head_dim = 0;  // v_head_dim 0: = head_dim
   bool causal = false;
   double scale = 0;  // 0: 1/sqrt(head_dim)

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace cplab {
@@ -72,28 +73,37 @@ double Calibration::tflops(Phase pass, bool causal, double rows) const {
 }
 
 Calibration read_calibration(const std::string& path) {
-  std::ifstream f(path);
-  require(f.good(), "calibration file '" + path + "' cannot be read");
+  const std::string file = "calibration file '" + path + "'";
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec), file + " cannot be read");
+  const std::string text = read_text_file(path, "calibration file", kMaxCalibrationFileBytes);
   json j;
   try {
-    j = json::parse(f);
+    j = json::parse(text);
   } catch (const json::exception& e) {
-    throw Error("calibration file '" + path + "' is not JSON: " + e.what());
+    throw Error(file + " is not JSON: " + e.what());
   }
   const json& rows = j.is_object() && j.contains("rows") ? j["rows"] : j;
-  require(rows.is_array(), "calibration file '" + path + "' needs an array of rows (or {\"rows\": [...]})");
+  require(rows.is_array(), file + " needs an array of rows (or {\"rows\": [...]})");
   Calibration c;
   c.source = path;
-  for (const json& r : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& r = rows[i];
+    const std::string row = file + ": row " + std::to_string(i);
     require(r.is_object() && r.contains("pass") && r.contains("s") && r.contains("tflops") && r.contains("causal"),
-            "calibration file '" + path + "': every row needs pass, causal, s and tflops");
+            file + ": every row needs pass, causal, s and tflops");
+    require(r["pass"].is_string(),
+            row + ": pass is a JSON " + std::string(r["pass"].type_name()) + ", not \"fwd\" or \"bwd\"");
     const std::string pass = r["pass"].get<std::string>();
-    require(pass == "fwd" || pass == "bwd", "calibration file '" + path + "': pass '" + pass + "' is not fwd or bwd");
-    const double s = r["s"].get<double>(), tf = r["tflops"].get<double>();
-    require(s > 0 && tf > 0, "calibration file '" + path + "': s and tflops must be positive");
+    require(pass == "fwd" || pass == "bwd", file + ": pass '" + pass + "' is not fwd or bwd");
+    require(r["causal"].is_boolean(),
+            row + ": causal is a JSON " + std::string(r["causal"].type_name()) + ", not true or false");
+    const double s = json_real(r["s"], row + ": s", -kMaxCalibrationRows, kMaxCalibrationRows);
+    const double tf = json_real(r["tflops"], row + ": tflops", -kMaxCalibrationTflops, kMaxCalibrationTflops);
+    require(s > 0 && tf > 0, file + ": s and tflops must be positive");
     c.points.push_back({pass == "fwd" ? Phase::fwd : Phase::bwd, r["causal"].get<bool>(), s, tf});
   }
-  require(!c.points.empty(), "calibration file '" + path + "' has no rows");
+  require(!c.points.empty(), file + " has no rows");
   return c;
 }
 

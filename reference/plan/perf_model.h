@@ -64,8 +64,12 @@ struct Calibration {
   // causal-ness (either causal-ness if none); 0 if no point has this pass
   double tflops(Phase pass, bool causal, double rows) const;
 };
-// reads `cplab-bench attention --json` output: rows with "pass", "causal", "s", "tflops"
-Calibration read_calibration(const std::string& path);  // throws cplab::Error
+// reads `cplab-bench attention --json` output: rows with "pass" ("fwd" | "bwd"), "causal" (a
+// bool), "s" (query rows, a number in (0, 2^40]) and "tflops" (in (0, 1e6]: far above any GPU), in
+// a file of at most kMaxCalibrationFileBytes; throws cplab::Error naming the file, the row and the field
+inline constexpr std::int64_t kMaxCalibrationFileBytes = 16 << 20;
+inline constexpr double kMaxCalibrationRows = 1099511627776.0, kMaxCalibrationTflops = 1e6;
+Calibration read_calibration(const std::string& path);
 
 struct PerfAssumptions {
   GpuPreset gpu = gpu_preset("h100");

@@ -8,9 +8,27 @@
 
 namespace cplab {
 
+namespace {
+
+void check_range(index_t v, const char* what, index_t hi, const std::string& why) {
+  require(v >= 1, std::string(what) + " " + std::to_string(v) + " must be >= 1");
+  require(v <= hi,
+          std::string(what) + " " + std::to_string(v) + " is more than " + std::to_string(hi) + " (" + why + ")");
+}
+
+}  // namespace
+
+void check_plan_problem(const PlanProblem& p, index_t gpus_per_node) {
+  check_range(p.gpus, "gpus", kMaxRanks, "a plan traces every rank, as the CPU reference simulates them");
+  check_range(gpus_per_node, "gpus-per-node", kMaxGpusPerNode, "more than any NVLink domain");
+  check_range(p.seq, "seq", kMaxPackedTokens, "2^40 tokens, the most cplab takes");
+  check_range(p.heads, "heads", kMaxHeads, "cplab's limit on head counts and head dims");
+  check_range(p.kv_heads, "kv-heads", kMaxHeads, "cplab's limit on head counts and head dims");
+  check_range(p.head_dim, "head-dim", kMaxHeads, "cplab's limit on head counts and head dims");
+}
+
 std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a) {
-  require(p.gpus >= 1, "gpus must be >= 1");
-  require(p.seq >= 1 && p.heads >= 1 && p.kv_heads >= 1 && p.head_dim >= 1, "seq, heads, kv-heads and head-dim must be >= 1");
+  check_plan_problem(p, a.gpus_per_node);
   CpFields base;
   base.cp = p.gpus;
   base.seq = p.seq;

@@ -30,6 +30,16 @@ struct PlanOption {
   PerfPrediction pred;
 };
 
+// The planner's limits, checked before anything is derived from the sizes (cplab::Error naming
+// the rule and the value): gpus in [1, kMaxRanks] (a plan traces every rank, as the reference
+// simulates them: layout.h), gpus-per-node in [1, kMaxGpusPerNode] (more than any NVLink domain;
+// with gpus <= kMaxRanks, any size >= gpus means one node), seq in [1, 2^40] (kMaxPackedTokens),
+// heads, kv-heads and head-dim in [1, kMaxHeads] (cp_spec.h). Each candidate then meets CpSpec's rules and
+// the planner's FLOP and trace-memory limits (trace_plan.h), or is listed with the rule it breaks.
+inline constexpr index_t kMaxGpusPerNode = 4096;
+void check_plan_problem(const PlanProblem& p, index_t gpus_per_node);
+
+// check_plan_problem(p, a.gpus_per_node), then every candidate, sorted
 std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a);
 
 }  // namespace cplab

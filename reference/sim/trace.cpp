@@ -1,10 +1,13 @@
-// trace.cpp: summaries and the two JSON forms of a Trace (see trace.h and docs/trace.md).
+// trace.cpp: summaries, the two JSON forms of a Trace, and the checked reading of the cplab form
+// (see trace.h and docs/trace.md).
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/output_file.h"
 
@@ -31,12 +34,6 @@ json spans_json(const std::vector<Span>& s) {
   for (const Span& x : s) a.push_back({x.begin, x.count, x.stride});
   return a;
 }
-std::vector<Span> spans_from(const json& a) {
-  std::vector<Span> s;
-  for (const json& x : a) s.push_back(Span{x.at(0).get<index_t>(), x.at(1).get<index_t>(), x.at(2).get<index_t>()});
-  return s;
-}
-
 }  // namespace
 
 Event message_event(EventKind kind, Phase phase, int step, int rank, int peer, const std::string& tensor,
@@ -105,41 +102,132 @@ json Trace::to_json() const {
   return json{{"format", "cplab-trace"}, {"version", 1}, {"cp", cp_}, {"meta", meta_}, {"events", events}};
 }
 
+namespace {
+
+// Reading a trace back: every value checked against the rules of trace.h (kMaxTraceFileBytes),
+// with a message naming the field ("events[12].peer") only when a check fails (a big trace has a
+// million events; building a message for each field that passes would dominate the reading).
+
+// v as an integer in [lo, hi] (0 <= lo <= hi); json_int throws naming what() and the rule
+template <class What>
+std::int64_t int_field(const json& v, std::int64_t lo, std::int64_t hi, const What& what) {
+  if (v.is_number_unsigned()) {  // how a JSON parser stores 5
+    const std::uint64_t x = v.get<std::uint64_t>();
+    if (x >= static_cast<std::uint64_t>(lo) && x <= static_cast<std::uint64_t>(hi)) return static_cast<std::int64_t>(x);
+  } else if (v.is_number_integer()) {
+    const std::int64_t x = v.get<std::int64_t>();
+    if (x >= lo && x <= hi) return x;
+  }
+  return json_int(v, what(), lo, hi);  // refuses v with the rule (v passes only if it is a whole float in range)
+}
+
+template <class What>
+const std::string& string_field(const json& v, const What& what) {
+  if (!v.is_string()) throw Error(what() + " is a JSON " + v.type_name() + ", not a string");
+  return v.get_ref<const std::string&>();
+}
+
+// x[key], which must be there
+template <class What>
+const json& member(const json& x, const char* key, const What& what) {
+  const auto it = x.find(key);
+  if (it == x.end()) throw Error(what() + " has no field '" + key + "'");
+  return *it;
+}
+
+// the events' totals of pairs, flops and bytes: each <= kMaxTraceTotal, so every per-rank sum fits
+void add_total(std::int64_t& total, std::int64_t x, const char* name) {
+  if (x > kMaxTraceTotal - total)
+    throw Error(std::string("the events' ") + name + " add up to more than 2^62 (a trace's 64-bit sums overflow)");
+  total += x;
+}
+
+std::vector<Span> spans_read(const json& a, const std::function<std::string()>& what) {
+  if (!a.is_array()) throw Error(what() + " is a JSON " + a.type_name() + ", not an array of [begin, count, stride]");
+  std::vector<Span> s;
+  s.reserve(a.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    const json& x = a[k];
+    auto at = [&] { return what() + "[" + std::to_string(k) + "]"; };
+    if (!x.is_array() || x.size() != 3) throw Error(at() + " is not a span [begin, count, stride]");
+    Span sp{int_field(x[0], 0, kMaxPackedTokens, [&] { return at() + " begin"; }),
+            int_field(x[1], 1, kMaxPackedTokens, [&] { return at() + " count"; }),
+            int_field(x[2], 1, kMaxPackedTokens, [&] { return at() + " stride"; })};
+    if (sp.count - 1 > (kMaxPackedTokens - sp.begin) / sp.stride)  // its last position past 2^40
+      throw Error(at() + " = [" + std::to_string(sp.begin) + ", " + std::to_string(sp.count) + ", " +
+                  std::to_string(sp.stride) + "] reaches past position 2^40 (the most tokens cplab takes)");
+    s.push_back(sp);
+  }
+  return s;
+}
+
+}  // namespace
+
 Trace Trace::from_json(const json& j) {
+  auto top = [] { return std::string("the trace"); };
   try {
-    require(j.at("format").get<std::string>() == "cplab-trace", "not a cplab trace (format field)");
-    require(j.at("version").get<int>() == 1, "unsupported cplab trace version");
-    Trace t(j.at("cp").get<int>());
-    require(t.cp_ >= 1, "trace cp must be >= 1");
-    t.meta_ = j.at("meta").get<std::map<std::string, std::string>>();
-    for (const json& x : j.at("events")) {
+    if (!j.is_object()) throw Error("not a cplab trace (a JSON object with format, version, cp, meta, events)");
+    require(string_field(member(j, "format", top), [] { return std::string("format"); }) == "cplab-trace",
+            "not a cplab trace (format field)");
+    require(int_field(member(j, "version", top), 0, kInt64Max, [] { return std::string("version"); }) == 1,
+            "unsupported cplab trace version");
+    Trace t(static_cast<int>(int_field(member(j, "cp", top), 1, kMaxRanks, [] { return std::string("trace cp"); })));
+    const json& meta = member(j, "meta", top);
+    if (!meta.is_object())
+      throw Error(std::string("meta is a JSON ") + meta.type_name() + ", not an object of strings");
+    for (const auto& [key, value] : meta.items()) t.meta_[key] = string_field(value, [&] { return "meta." + key; });
+    const json& events = member(j, "events", top);
+    if (!events.is_array()) throw Error(std::string("events is a JSON ") + events.type_name() + ", not an array");
+    const std::int64_t last_rank = t.cp_ - 1, last_step = t.cp_ + 1;  // a mode takes <= cp + 2 steps a phase
+    std::int64_t pairs = 0, flops = 0, bytes = 0;
+    t.events_.reserve(events.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      const json& x = events[i];
+      auto ev = [&] { return "events[" + std::to_string(i) + "]"; };
+      if (!x.is_object()) throw Error(ev() + " is a JSON " + x.type_name() + ", not an object");
+      auto field = [&](const char* key) -> const json& { return member(x, key, ev); };
+      auto name = [&](const char* key) { return [&ev, key] { return ev() + "." + key; }; };
       Event e;
-      const std::string kind = x.at("kind").get<std::string>();
+      const std::string& kind = string_field(field("kind"), name("kind"));
+      if (kind != "send" && kind != "recv" && kind != "tile")
+        throw Error("unknown trace event kind '" + kind + "' (" + ev() + ".kind must be send, recv or tile)");
       e.kind = kind == "send" ? EventKind::send : kind == "recv" ? EventKind::recv : EventKind::tile;
-      require(kind == "send" || kind == "recv" || kind == "tile", "unknown trace event kind '" + kind + "'");
-      e.phase = x.at("phase").get<std::string>() == "bwd" ? Phase::bwd : Phase::fwd;
-      e.step = x.at("step").get<int>();
-      e.rank = x.at("rank").get<int>();
-      require(e.rank >= 0 && e.rank < t.cp_, "trace event rank out of range");
+      const std::string& phase = string_field(field("phase"), name("phase"));
+      if (phase != "fwd" && phase != "bwd") throw Error(ev() + ".phase '" + phase + "' is not fwd or bwd");
+      e.phase = phase == "bwd" ? Phase::bwd : Phase::fwd;
+      e.step = static_cast<int>(int_field(field("step"), 0, last_step, [&] {
+        return ev() + ".step (a trace of cp " + std::to_string(t.cp_) + " has steps 0.." + std::to_string(last_step) +
+               ")";
+      }));
+      e.rank = static_cast<int>(
+          int_field(field("rank"), 0, last_rank, [&] { return ev() + ".rank (cp " + std::to_string(t.cp_) + ")"; }));
+      e.peer = static_cast<int>(
+          int_field(field("peer"), 0, last_rank, [&] { return ev() + ".peer (cp " + std::to_string(t.cp_) + ")"; }));
       if (e.kind == EventKind::tile) {
-        e.section = x.at("section").get<std::string>();
-        e.mask = x.at("mask").get<std::string>();
-        e.rows = spans_from(x.at("rows"));
-        e.cols = spans_from(x.at("cols"));
-        e.peer = x.at("peer").get<int>();
-        e.pairs = x.at("pairs").get<std::int64_t>();
-        e.flops = x.at("flops").get<std::int64_t>();
-        e.dur_us = x.at("dur_us").get<double>();
+        e.section = string_field(field("section"), name("section"));
+        e.mask = string_field(field("mask"), name("mask"));
+        e.rows = spans_read(field("rows"), name("rows"));
+        e.cols = spans_read(field("cols"), name("cols"));
+        e.pairs = int_field(field("pairs"), 0, kMaxTraceTotal, name("pairs"));
+        e.flops = int_field(field("flops"), 0, kMaxTraceTotal, name("flops"));
+        const json& dur = field("dur_us");
+        e.dur_us = dur.is_number() && std::isfinite(dur.get<double>()) && dur.get<double>() >= 0
+                       ? dur.get<double>()
+                       : json_real(dur, ev() + ".dur_us", 0);  // throws, naming the rule
+        add_total(pairs, e.pairs, "pairs");
+        add_total(flops, e.flops, "flops");
       } else {
-        e.peer = x.at("peer").get<int>();
-        e.op = x.at("op").get<std::string>();
-        e.tensor = x.at("tensor").get<std::string>();
-        e.bytes = x.at("bytes").get<std::int64_t>();
+        e.op = string_field(field("op"), name("op"));
+        if (e.op != "p2p" && e.op != "all_gather" && e.op != "all_to_all" && e.op != "reduce_scatter")
+          throw Error(ev() + ".op '" + e.op + "' is not one of: p2p, all_gather, all_to_all, reduce_scatter");
+        e.tensor = string_field(field("tensor"), name("tensor"));
+        e.bytes = int_field(field("bytes"), 0, kMaxTraceTotal, name("bytes"));
+        add_total(bytes, e.bytes, "bytes");
       }
       t.events_.push_back(std::move(e));
     }
     return t;
-  } catch (const json::exception& ex) {
+  } catch (const json::exception& ex) {  // a safety net: every field above is checked before it is read
     throw Error(std::string("malformed cplab trace: ") + ex.what());
   }
 }

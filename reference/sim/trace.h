@@ -24,6 +24,19 @@
 
 namespace cplab {
 
+// The rules Trace::from_json reads a trace by (docs/trace.md), each refused with a cplab::Error
+// naming the field ("events[12].peer = 9 is out of range: ..."): cp in [1, kMaxRanks]; every
+// event's kind (send, recv, tile), phase (fwd, bwd) and, for messages, op (p2p, all_gather,
+// all_to_all, reduce_scatter) from the documented sets; rank and peer in [0, cp); step in
+// [0, cp + 1] (a mode takes at most cp + 2 steps per phase: mode_table.h); spans [begin, count,
+// stride] with begin >= 0, count and stride >= 1 and every position <= 2^40 (kMaxPackedTokens);
+// pairs, flops and bytes >= 0 with each one's total over the events <= kMaxTraceTotal (so every
+// per-rank sum fits 64 bits); dur_us finite and >= 0; meta an object of strings. A trace file is
+// read whole, at most kMaxTraceFileBytes (`cplab run --plan-only --cp 256 --seq 1048576 --causal
+// --backward --trace` writes 88 MB; the reader holds the parsed file in memory, several times that).
+inline constexpr std::int64_t kMaxTraceTotal = std::int64_t{1} << 62;
+inline constexpr std::int64_t kMaxTraceFileBytes = std::int64_t{256} << 20;
+
 enum class Phase { fwd, bwd };
 enum class EventKind { send, recv, tile };
 std::string to_string(Phase p);
@@ -84,7 +97,7 @@ class Trace {
 
   nlohmann::json to_json() const;
   nlohmann::json to_chrome_json() const;
-  static Trace from_json(const nlohmann::json& j);  // throws cplab::Error on a malformed trace
+  static Trace from_json(const nlohmann::json& j);  // throws cplab::Error naming the rule (above) it breaks
   // the JSON form (chrome: to_chrome_json) to a stream, or to a file written whole or not at all
   // (core/output_file.h; throws cplab::Error naming the path if it cannot be written)
   void write(std::ostream& out, bool chrome) const;

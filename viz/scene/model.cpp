@@ -1,19 +1,80 @@
-// model.cpp: building the run and schedule models from the reference (see model.h).
+// model.cpp: building the run and schedule models from the reference, and reading the trace and
+// schedule files they may come from, every field checked (see model.h).
 #include "model.h"
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/checked.h"
+#include "core/error.h"
 #include "dcp/dcp_batches.h"
 #include "dcp/dcp_cplab.h"
 #include "dcp/dcp_megatron.h"
-#include "core/error.h"
 #include "layout/thd.h"
 #include "plan/trace_plan.h"
 
 namespace cplab::viz {
+
+namespace {
+
+// a `cplab run --trace` file: its size bounded before it is parsed, its events by Trace::from_json
+Trace read_trace_file(const std::string& path) {
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec), path + ": cannot open the trace file");
+  const std::string text = read_text_file(path, "trace file", kMaxTraceFileBytes);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not JSON: " + e.what());
+  }
+  try {
+    return Trace::from_json(j);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+// a `cplab schedule --json` file: its batch, ranks and M, every value a whole number (check_batch
+// then applies the batch's rules)
+void read_schedule_json(const std::string& path, SchedModel& m) {
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec), path + ": cannot open the schedule file");
+  const std::string text = read_text_file(path, "schedule file", kMaxTraceFileBytes);  // the same order of size
+  const std::string what = path + ": not a `cplab schedule --json` file";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(what + " (" + e.what() + ")");
+  }
+  require(j.is_object(), what + " (a JSON object with lengths, ranks and max_seqlen_per_rank)");
+  for (const char* key : {"lengths", "ranks", "max_seqlen_per_rank"})
+    require(j.contains(key), what + " (it has no field '" + key + "')");
+  m.ranks = json_int(j["ranks"], path + ": ranks", 1, kMaxDcpRanks);
+  m.max_per_rank = json_int(j["max_seqlen_per_rank"], path + ": max_seqlen_per_rank", 1, kMaxSeqlenPerRank);
+  check_dcp_ranks(m.ranks, m.max_per_rank);
+  const nlohmann::json& L = j["lengths"];
+  require(L.is_array(), path + ": lengths is a JSON " + std::string(L.type_name()) + ", not an array of lengths");
+  check_batch_size(static_cast<std::int64_t>(L.size()), m.ranks, path + ": number of lengths");
+  const std::int64_t room = m.ranks * m.max_per_rank;  // <= 2^52 (check_dcp_ranks)
+  m.lengths.clear();
+  for (size_t i = 0; i < L.size(); ++i) {
+    // the fast path (a JSON parser stores 5 as unsigned); anything else, json_int says why not
+    const std::uint64_t x = L[i].is_number_unsigned() ? L[i].get<std::uint64_t>() : 0;
+    m.lengths.push_back(x >= 1 && x <= static_cast<std::uint64_t>(room)
+                            ? static_cast<std::int64_t>(x)
+                            : json_int(L[i],
+                                       path + ": lengths[" + std::to_string(i) +
+                                           "] (ranks x max_seqlen_per_rank = " + std::to_string(room) + ")",
+                                       1, room));
+  }
+  m.source = path;
+}
+
+}  // namespace
 
 CpFields VizParams::default_fields() {
   CpFields f;
@@ -40,15 +101,7 @@ RunSpec VizParams::run_spec() const {
 RunModel RunModel::build(const VizParams& p) {
   RunModel m;
   if (!p.trace_file.empty()) {
-    std::ifstream f(p.trace_file);
-    require(static_cast<bool>(f), p.trace_file + ": cannot open the trace file");
-    nlohmann::json j;
-    try {
-      f >> j;
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(p.trace_file + ": not JSON: " + e.what());
-    }
-    m.trace = Trace::from_json(j);
+    m.trace = read_trace_file(p.trace_file);
   } else {
     m.spec = p.run_spec();          // the CpSpec: every rule of the layer, with its message
     m.trace = plan_trace(*m.spec);  // the harness's rules, then the events
@@ -96,21 +149,14 @@ SchedModel SchedModel::build(const VizParams& p) {
   m.max_per_rank = p.max_per_rank;
   m.cost = parse_cost(p.cost, p.cost_params);
   if (!p.schedule_json.empty()) {
-    std::ifstream f(p.schedule_json);
-    require(static_cast<bool>(f), p.schedule_json + ": cannot open the schedule file");
-    try {
-      nlohmann::json j;
-      f >> j;
-      m.lengths = j.at("lengths").get<std::vector<std::int64_t>>();
-      m.ranks = j.at("ranks").get<std::int64_t>();
-      m.max_per_rank = j.at("max_seqlen_per_rank").get<std::int64_t>();
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(p.schedule_json + ": not a `cplab schedule --json` file (" + e.what() + ")");
-    }
-    m.source = p.schedule_json;
+    read_schedule_json(p.schedule_json, m);
   } else if (!p.dist.empty()) {
+    require(p.batch_size >= 0,
+            "batch size " + std::to_string(p.batch_size) + " must be >= 0 (0: the distribution's own)");
+    check_dcp_ranks(m.ranks, m.max_per_rank);  // before the batch is drawn: its size is checked against the ranks
+    if (p.batch_size > 0) check_batch_size(p.batch_size, m.ranks, "batch size");
     const LengthDist d = read_length_dist(p.dist);
-    require(p.batch_size >= 0, "batch size must be >= 0 (0: the distribution's own)");
+    if (p.batch_size == 0) check_batch_size(d.batch_size, m.ranks, p.dist + ": batch_size");
     std::mt19937_64 rng(p.seed);  // the first batch `cplab schedule --dist ... --seed S` draws
     m.lengths = sample_batch(d, p.batch_size > 0 ? p.batch_size : d.batch_size, rng);
     m.source = d.name + " (seed " + std::to_string(p.seed) + ")";
