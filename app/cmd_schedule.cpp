@@ -140,6 +140,7 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
   const std::int64_t room = o.ranks * o.max_per_rank;  // <= 2^52 (check_dcp_ranks)
   require(d.max <= room, o.dist + ": max length " + std::to_string(d.max) +
                              " is more than ranks x max-seqlen-per-rank = " + std::to_string(room));
+  if (check_only) return 0;  // tests/fuzz: the inputs are checked
   std::mt19937_64 rng(static_cast<std::uint64_t>(o.seed));
   struct Acc {
     std::vector<double> ratio, speedup;
@@ -209,6 +210,7 @@ int schedule_action(const ScheduleOptions& o) {
   if (!o.dist.empty()) return dist_action(o, cost);
   const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");
   check_batch(L, o.ranks, o.max_per_rank);
+  if (check_only) return 0;  // tests/fuzz: the inputs are checked
   const DcpSchedule s = run_scheduler(o.scheduler, L, o.ranks, o.max_per_rank, cost);
   const DcpBound lb = lower_bounds(L, o.ranks, o.max_per_rank, cost, s.makespan);
   if (o.json) {

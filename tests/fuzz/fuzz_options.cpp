@@ -125,7 +125,8 @@ void fuzz_viz_options(Fuzz& fz, Tally& t, int n) {
   for (const auto& [name, args] : named) t.must_refuse(name, [&] { parse(args); });
   CLI::App shape{"cplab-viz", "cplab-viz"};  // the options, for random_argv (--help ends the parse)
   try {
-    const auto v = c_argv({"--help"});
+    const std::vector<std::string> help = {"--help"};
+    const auto v = c_argv(help);  // pointers into help, which outlives the parse
     viz::parse_viz_args(shape, static_cast<int>(v.size()), v.data());
   } catch (const CLI::CallForHelp&) {
   }
