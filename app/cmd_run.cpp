@@ -278,12 +278,14 @@ int run_action(RunOptions& o) {
       {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
   for (const auto& [name, e] : errs)
     if (e && !std::isfinite(*e)) {
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      const bool overflowed = std::find(r.non_finite.begin(), r.non_finite.end(), lower) != r.non_finite.end();
-      std::cerr << "cplab: check failed: the error of " << name << " is not finite"
-                << (overflowed ? " (the CP run's " + std::string(name) + " holds a NaN or an infinity where the dense reference is finite: it overflowed in " + s.dtype + ")" : std::string())
-                << "\n";
+      std::string key = name;  // report_json's name of the tensor
+      for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool overflowed = std::find(r.non_finite.begin(), r.non_finite.end(), key) != r.non_finite.end();
+      std::cerr << "cplab: check failed: the error of " << name << " is not finite";
+      if (overflowed)
+        std::cerr << " (the CP run's " << name << " holds a NaN or an infinity where the dense reference is finite: "
+                  << "it overflowed in " << s.dtype << ")";
+      std::cerr << "\n";
       return 1;
     }
   return 0;

@@ -9,6 +9,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <new>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -288,7 +289,8 @@ nlohmann::json report_json(const RunReport& r) {
       {"messages_per_rank", r.messages}, {"messages", total_msgs},
       {"cu_seqlens", cp.fields().cu_seqlens}, {"cu_seqlens_padded", cp.thd() ? cp.packing().cu_seqlens_padded : std::vector<index_t>{}},
       {"padding_max_abs", r.padding_max_abs}, {"non_finite", r.non_finite},
-      {"memory_estimate", {{"bytes", mem.bytes}, {"phase", mem.phase}}}, {"hcp", cp.mode() == Mode::a2a_p2p ? json{cp.icp(), cp.ocp()} : json(nullptr)},
+      {"memory_estimate", {{"bytes", mem.bytes}, {"phase", mem.phase}}},
+      {"hcp", cp.mode() == Mode::a2a_p2p ? json{cp.icp(), cp.ocp()} : json(nullptr)},
       {"kv_replication", cp.kv_replication()},
       {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}};
 }
