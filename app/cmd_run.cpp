@@ -8,6 +8,8 @@
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -39,22 +41,34 @@ struct RunOptions {
   long long seed = 0;
 };
 
-// load a 3-d (s, heads, dim) array; check it against (and fill) the spec's sizes
-Tensor3<double> load3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
-  NpyArray a = npy_read(path);
-  require(a.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + npy_shape_string(a.shape));
+// the header of a 3-d (s, heads, dim) Q/K/V/dO file, checked against (and filling) the sizes known
+// so far; no data is read (run_action checks the run's memory before load3 allocates anything)
+NpyHeader header3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
+  NpyHeader hd = npy_read_header(path);
+  require(hd.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + npy_shape_string(hd.shape));
+  if (std::find(hd.shape.begin(), hd.shape.end(), 0) != hd.shape.end())
+    throw Error(path + ": " + what + " has shape " + npy_shape_string(hd.shape) +
+                " with a zero dimension (seq, heads and head_dim must each be >= 1)");
   auto agree = [&](index_t& field, std::int64_t got, const char* name) {
-    require(field == 0 || field == got, path + ": " + what + " has " + name + " " + std::to_string(got) +
-                                            " but " + std::to_string(field) + " was given or read elsewhere");
+    if (field != 0 && field != got)
+      throw Error(path + ": " + what + " has " + name + " " + std::to_string(got) + " but " + std::to_string(field) +
+                  " was given or read elsewhere");
     field = got;
   };
-  agree(s, a.shape[0], "seq");
-  agree(h, a.shape[1], "heads");
-  agree(d, a.shape[2], "head-dim");
+  agree(s, hd.shape[0], "seq");
+  agree(h, hd.shape[1], "heads");
+  agree(d, hd.shape[2], "head-dim");
+  return hd;
+}
+
+// the data of a file whose header header3 checked; NaN and inf refused
+Tensor3<double> load3(const std::string& path, const char* what, const NpyHeader& hd) {
+  NpyArray a = npy_read(path, hd);
   for (size_t i = 0; i < a.values.size(); ++i)
-    require(std::isfinite(a.values[i]), path + ": " + what + " element " + std::to_string(i) +
-                                            " is not finite (NaN or inf inputs are refused)");
-  Tensor3<double> x(a.shape[0], a.shape[1], a.shape[2]);
+    if (!std::isfinite(a.values[i]))  // the message is built for the first bad element only
+      throw Error(path + ": " + what + " element " + std::to_string(i) + " is not finite (NaN or inf inputs are refused)");
+  Tensor3<double> x;  // takes the values over (no second whole-size buffer)
+  x.n = a.shape[0], x.h = a.shape[1], x.d = a.shape[2];
   x.data = std::move(a.values);
   return x;
 }
@@ -273,26 +287,38 @@ int run_action(RunOptions& o) {
   const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
   require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
           "--q, --k and --v must be given together");
-  Inputs in;
+  // .npy inputs: every header first (shapes checked against each other and the options), then the
+  // run's rules and memory estimate, and only then the data
+  NpyHeader hq, hk_, hv, hdo;
   if (any_in) {
     // sizes come from the files; a size also given on the command line must agree with them
     auto given = [&](const char* name, index_t v) { return o.given.at(name)->count() > 0 ? v : index_t{0}; };
     index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
     index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-    in.q = load3(o.q_path, "Q", seq, h, d);
-    in.k = load3(o.k_path, "K", seq, hk, d);
-    in.v = load3(o.v_path, "V", seq, hk, dv);
+    hq = header3(o.q_path, "Q", seq, h, d);
+    hk_ = header3(o.k_path, "K", seq, hk, d);
+    hv = header3(o.v_path, "V", seq, hk, dv);
     f.seq = seq, f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
   }
   s.cp = CpSpec(f);
-  validate(s);
+  if (s.backward && !o.do_path.empty()) {
+    index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
+    hdo = header3(o.do_path, "dO", seq, h, dv);
+  }
+  validate(s);  // the memory estimate counts the inputs: nothing big is allocated before this
   prepare_outputs(o, s.backward);  // before the (possibly long) run: a bad path fails now, not after it
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
-  if (!any_in) in = make_inputs(s);
+  Inputs in;
+  if (any_in) {
+    in.q = load3(o.q_path, "Q", hq);
+    in.k = load3(o.k_path, "K", hk_);
+    in.v = load3(o.v_path, "V", hv);
+  } else {
+    in = make_inputs(s);
+  }
   if (s.backward) {
     if (!o.do_path.empty()) {
-      index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
-      in.dout = load3(o.do_path, "dO", seq, h, dv);
+      in.dout = load3(o.do_path, "dO", hdo);
     } else if (in.dout.n == 0) {
       RunSpec only_do = s;
       in.dout = make_inputs(only_do).dout;
@@ -309,7 +335,14 @@ int run_action(RunOptions& o) {
   if (o.json) std::cout << report_json(r).dump(2) << "\n";
   else print_human(r);
   if (!failed.empty()) {
-    std::cerr << "cplab: check failed: the error of " << failed << " is not finite (no output file was written)\n";
+    std::string key = failed;  // report_json's name of the tensor
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool overflowed = std::find(r.non_finite.begin(), r.non_finite.end(), key) != r.non_finite.end();
+    std::cerr << "cplab: check failed: the error of " << failed << " is not finite";
+    if (overflowed)
+      std::cerr << " (the CP run's " << failed << " holds a NaN or an infinity where the dense reference is finite: "
+                << "it overflowed in " << s.dtype << ")";
+    std::cerr << "; no output file was written\n";
     return 1;
   }
   return 0;

@@ -2,7 +2,8 @@
 //
 // What it is: round trips (f4/f8, 0-d to 3-d), the 64-byte header alignment, version 2.0/3.0 and
 // hand-written header variants, and one test per malformed-file rule, each checking the exact
-// cplab::Error message. Malformed files are written byte by byte into a private temp directory.
+// cplab::Error message; npy_read_header alone (a 1 GiB sparse file read without its data).
+// Malformed files are written byte by byte into a private temp directory.
 // What it is not: the NumPy interoperability check (tests/npy_numpy_check.py does that with real NumPy).
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -233,9 +234,11 @@ TEST_CASE("npy: unsupported files are rejected with the rule broken") {
   CHECK(with(npy_bytes(1, kHdr234, d192 + "12345678")) ==
         p + ": file has 8 unexpected trailing bytes after the 192 bytes of data for shape (2, 3, 4)");
   CHECK(with(npy_bytes(1, hdr("<f8", "False", "(4611686018427387904, 4)"), d192)) ==
-        p + ": shape (4611686018427387904, 4) has too many elements");
+        p + ": shape (4611686018427387904, 4) has too many elements: 4611686018427387904 x 4 overflows 64-bit integers");
+  CHECK(with(npy_bytes(1, hdr("<f8", "False", "(1152921504606846976, 4)"), d192)) ==
+        p + ": shape (1152921504606846976, 4) has too many elements: 4611686018427387904 x 8 overflows 64-bit integers");
   CHECK(with(npy_bytes(1, hdr("<f8", "False", "(1000000000000, 1000000000000)"), d192)) ==
-        p + ": shape (1000000000000, 1000000000000) has too many elements");
+        p + ": shape (1000000000000, 1000000000000) has too many elements: 1000000000000 x 1000000000000 overflows 64-bit integers");
   CHECK(with(npy_bytes(1, hdr("<f8", "False", "(100000000000,)"), d192)) ==
         p + ": file holds 192 bytes of data but shape (100000000000,) needs 800000000000");
   CHECK(with(npy_bytes(1, hdr("<f8", "False", "(99999999999999999999999,)"), d192)) == p + ": malformed header: shape entry is too large");
@@ -307,6 +310,57 @@ TEST_CASE("npy: garbage bytes never crash the reader") {
       CHECK(std::string(e.what()).rfind(p + ": ", 0) == 0);
     }
   }
+}
+
+TEST_CASE("npy: the header is read and checked alone, before any data") {
+  TempDir t;
+  const std::string p = t.file("h.npy");
+  const std::vector<double> v(24, 0.5);
+  cplab::npy_write(p, {2, 3, 4}, v.data());
+  const cplab::NpyHeader h = cplab::npy_read_header(p);
+  CHECK(h.dtype == NpyDtype::f8);
+  CHECK(h.shape == Shape{2, 3, 4});
+  CHECK(h.count == 24);
+  CHECK(h.data_offset == 128);  // version 1.0, padded to a multiple of 64 bytes
+  CHECK(cplab::npy_itemsize(NpyDtype::f4) == 4);
+  CHECK(cplab::npy_read(p, h).values == v);
+
+  // a 1 GiB sparse file whose header claims the shape: the header is read at once, nothing else
+  const std::string big = t.file("big.npy");
+  const std::string hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 4, 64), }";
+  write_bytes(big, npy_bytes(1, hdr, ""));
+  const std::uintmax_t header_bytes = fs::file_size(big);
+  fs::resize_file(big, header_bytes + (std::uintmax_t{1} << 30));
+  const cplab::NpyHeader hb = cplab::npy_read_header(big);
+  CHECK(hb.shape == Shape{1048576, 4, 64});
+  CHECK(hb.count == std::int64_t{1} << 28);
+  CHECK(hb.data_offset == static_cast<std::int64_t>(header_bytes));
+  // the same rules as npy_read: one byte short of the shape is refused from the header alone
+  fs::resize_file(big, header_bytes + (std::uintmax_t{1} << 30) - 1);
+  CHECK(error_of([&] { cplab::npy_read_header(big); }) ==
+        big + ": file holds 1073741823 bytes of data but shape (1048576, 4, 64) needs 1073741824");
+
+  // the data read against a header that no longer describes the file
+  cplab::npy_write(p, {4, 6}, v.data());
+  CHECK(error_of([&] { cplab::npy_read(p, h); }) == p + ": the file changed after its header was read (now shape (4, 6))");
+
+  // zero-size arrays: a header, no data, an empty array (values.data() may be null: never read into)
+  cplab::npy_write(p, {8, 8, 0}, static_cast<const double*>(nullptr));
+  CHECK(cplab::npy_read_header(p).count == 0);
+  CHECK(cplab::npy_read(p).values.empty());
+}
+
+TEST_CASE("npy: float32 data is converted across the reader's chunks") {
+  TempDir t;
+  const std::string p = t.file("f.npy");
+  std::vector<float> v(200003);  // more than three 65536-element chunks, and a ragged last one
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.25f - 7.0f;
+  cplab::npy_write(p, {static_cast<std::int64_t>(v.size())}, v.data());
+  const NpyArray a = cplab::npy_read(p);
+  REQUIRE(a.values.size() == v.size());
+  bool same = true;
+  for (std::size_t i = 0; i < v.size(); ++i) same = same && a.values[i] == static_cast<double>(v[i]);
+  CHECK(same);
 }
 
 TEST_CASE("npy: writer errors") {

@@ -2,9 +2,12 @@
 //
 // What it is: the number every check reports (cplab run, the tests, cplab-bench, the GPU tests),
 // with one convention for the cases a plain formula gets wrong:
-//   - an element where x and ref are the same infinity (a row that sees no key has LSE = -inf on
-//     both sides) is equal: it counts in neither maximum;
-//   - any other infinity, and any NaN on either side, makes the error +inf (a failure);
+//   - an element where x and ref are both -inf (a row that sees no key has LSE = -inf on both
+//     sides) is equal: it counts in neither maximum;
+//   - any other infinity, +inf on both sides included (nothing cplab computes is legitimately
+//     +inf: it is an overflow, never a match), and any NaN on either side, makes the error +inf
+//     (a failure). run_experiment refuses a dense reference that overflows before comparing
+//     (run/overflow.h), so an overflow is an error message, never "error 0";
 //   - when max|ref| = 0 (nothing but zeros, or nothing finite, to compare with) the error is the
 //     absolute max|x - ref|. A caller that must not pass on an all-zero reference (a sampled
 //     check) tests RelError::scale itself.
@@ -25,7 +28,7 @@ namespace cplab {
 struct RelError {
   double diff = 0;         // max |x - ref| over the elements compared
   double scale = 0;        // max |ref| over the same elements
-  bool failed = false;     // a NaN, or an infinity not matched by the same infinity
+  bool failed = false;     // a NaN, a +inf, or a -inf not matched by -inf
 
   template <class A, class B>
   void add(const A* x, const B* ref, std::size_t n) {
@@ -34,7 +37,7 @@ struct RelError {
       if (std::isnan(a) || std::isnan(b)) {
         failed = true;
       } else if (std::isinf(a) || std::isinf(b)) {
-        failed = failed || a != b;
+        failed = failed || a != b || a > 0;  // only -inf matching -inf is equal
       } else {
         diff = std::max(diff, std::abs(a - b));
         scale = std::max(scale, std::abs(b));

@@ -11,7 +11,10 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "core/alloc.h"
 
 namespace cplab {
 
@@ -53,14 +56,15 @@ CHeadMap<T> head(CView3<T> v, index_t i) {
   return CHeadMap<T>(v.data + i * v.d, v.n, v.d, Eigen::OuterStride<>(v.h * v.d));
 }
 
-// Owning (n, h, d) tensor, zero-initialised.
+// Owning (n, h, d) tensor, zero-initialised; its allocation fails with a message (core/alloc.h).
 template <class T>
 struct Tensor3 {
   index_t n = 0, h = 0, d = 0;
   std::vector<T> data;
   Tensor3() = default;
+  // a failed allocation is cplab::Error "out of memory allocating N GiB for an (n, h, d) tensor"
   Tensor3(index_t n_, index_t h_, index_t d_)
-      : n(n_), h(h_), d(d_), data(static_cast<size_t>(n_ * h_ * d_), T(0)) {}
+      : n(n_), h(h_), d(d_), data(alloc_vector<T>(tensor_numel(n_, h_, d_), [&] { return describe(); })) {}
   index_t numel() const { return n * h * d; }
   T& at(index_t t, index_t hh, index_t dd) { return data[static_cast<size_t>((t * h + hh) * d + dd)]; }
   const T& at(index_t t, index_t hh, index_t dd) const {
@@ -71,6 +75,19 @@ struct Tensor3 {
   View3<T> view() { return View3<T>{data.data(), n, h, d}; }
   CView3<T> view() const { return CView3<T>{data.data(), n, h, d}; }
   CView3<T> cview() const { return view(); }
+  std::string describe() const {
+    return "an (" + std::to_string(n) + ", " + std::to_string(h) + ", " + std::to_string(d) + ") tensor";
+  }
+
+ private:
+  static size_t tensor_numel(index_t a, index_t b, index_t c) {
+    size_t ab = 0, abc = 0;
+    if (a < 0 || b < 0 || c < 0 || __builtin_mul_overflow(static_cast<size_t>(a), static_cast<size_t>(b), &ab) ||
+        __builtin_mul_overflow(ab, static_cast<size_t>(c), &abc))
+      throw Error("a tensor of shape (" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) +
+                  ") has a negative dimension or too many elements");
+    return abc;
+  }
 };
 
 // element-wise cast (e.g. the double inputs of a run to float)

@@ -6,15 +6,21 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <new>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <random>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/flops.h"
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "modes/cp_attention.h"
+#include "run/memory_estimate.h"
+#include "run/overflow.h"
 
 namespace cplab {
 
@@ -93,30 +99,34 @@ Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& 
 
 void validate_rules(const RunSpec& s) {
   require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
-  require(s.dtype == "double" || s.cp.fields().scale <= 1e30, [&] {
-    char b[160];
-    std::snprintf(b, sizeof b, "scale %g overflows float arithmetic; use --dtype double or a smaller scale", s.cp.fields().scale);
-    return std::string(b);
-  }());
+  const double scale = s.cp.fields().scale;  // CpSpec: finite and >= 0 (0: 1/sqrt(head-dim))
+  if (scale > kMaxScale) {
+    char b[320];
+    if (s.dtype == "float")
+      std::snprintf(b, sizeof b, "scale %g overflows float arithmetic; use --dtype double or a smaller scale", scale);
+    else
+      std::snprintf(b, sizeof b,
+                    "scale %g is above %g, the largest softmax scale the CPU reference checks (the scores "
+                    "scale * q.k overflow or the softmax is a hard max; the usual scale is 1/sqrt(head-dim) = %g)",
+                    scale, kMaxScale, default_scale(s.cp.d()));
+    throw Error(b);
+  }
 }
 
 void validate(const RunSpec& s) {
   validate_rules(s);
-  // memory: about 16 (s, h, d)-sized double tensors (inputs, outputs, shards, oracle, gradients),
-  // two blocks of kRowBlock x s scores per thread, and for all-gather a full-length K and V on
-  // every rank plus the cp*(cp-1) gathered messages in flight
+  // memory: run/memory_estimate.h, derived from what the run allocates, checked before it allocates
   const CpSpec& cp = s.cp;
-  const double S = static_cast<double>(cp.S()), H = static_cast<double>(cp.h());
-  const double kv = static_cast<double>(cp.hk() * cp.kv_replication()) * static_cast<double>(cp.d() + cp.dv());
-  double bytes = 16.0 * 8.0 * S * H * static_cast<double>(std::max(cp.d(), cp.dv()));
-  bytes += 2.0 * 8.0 * static_cast<double>(kRowBlock) * S * static_cast<double>(std::max(1, omp_get_max_threads()));
-  const bool gathers = cp.mode() == Mode::allgather;  // a full-length K and V on every rank
-  if (gathers) bytes += 3.0 * 8.0 * static_cast<double>(cp.P()) * S * kv;
-  const double gib = bytes / (1024.0 * 1024.0 * 1024.0);
-  require(gib <= 16.0, "this run needs about " + std::to_string(static_cast<long long>(gib)) +
-                           " GiB in the CPU reference (seq " + num(cp.S()) + ", heads " + num(cp.h()) +
-                           ", head-dim " + num(cp.d()) + (gathers ? ", KV gathered on every rank" : "") +
-                           "); the limit is 16 GiB");
+  const MemoryEstimate mem = estimate_memory(s);
+  if (mem.bytes > kMaxRunMemory) {
+    char gib[64];
+    std::snprintf(gib, sizeof gib, "%.1f GiB", mem.bytes / (1024.0 * 1024.0 * 1024.0));
+    throw Error("this run needs about " + std::string(gib) + " in the CPU reference at its peak (" + mem.phase +
+                "; mode " + to_string(cp.mode()) + ", cp " + num(cp.P()) + ", seq " + num(cp.S()) + ", heads " +
+                num(cp.h()) + ", kv-heads " + num(cp.hk()) + ", head-dim " + num(cp.d()) + ", v-head-dim " +
+                num(cp.dv()) + ", " + s.dtype + (s.backward ? ", forward + backward" : ", forward") +
+                "); the limit is 16 GiB");
+  }
   const double work = cpu_flops_estimate(s);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f TFLOP", work * 1e-12);
@@ -170,14 +180,18 @@ std::map<std::string, std::string> trace_meta(const RunSpec& s) {
           {"dtype", s.dtype}, {"merge", to_string(cp.merge())}};
 }
 
-RunReport run_experiment(const RunSpec& s, const Inputs& in) {
-  validate(s);
+namespace {
+
+RunReport run_checked(const RunSpec& s, const Inputs& in) {
   RunReport rep;
   rep.spec = s;
   rep.trace = Trace(static_cast<int>(s.cp.P()));
   rep.trace.meta() = trace_meta(s);
   if (s.dtype == "float") run_typed<float>(s, in, rep);
   else run_typed<double>(s, in, rep);
+#ifdef __GLIBC__
+  malloc_trim(0);  // the CP run's freed blocks back to the system: the oracle's peak is its own (memory_estimate.h)
+#endif
 
   // the oracle, in double, on the inputs rounded to the run's dtype
   const auto t0 = Clock::now();
@@ -186,6 +200,18 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   const Packing& pk = s.cp.packing();
   const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
                                   s.backward ? as_run(in.dout) : Tensor3<double>());
+  // an overflow of the reference is not a result to compare (matching infinities would read as error 0)
+  check_reference_finite(s, in, {&ref.o, &ref.lse, s.backward ? &ref.dq : nullptr, s.backward ? &ref.dk : nullptr,
+                                 s.backward ? &ref.dv : nullptr});
+  // what the CP run got non-finite where the reference is finite (their errors are +inf: a failure)
+  const std::pair<const char*, const Tensor3<double>*> results[] = {{"o", &rep.o}, {"dq", &rep.dq}, {"dk", &rep.dk}, {"dv", &rep.dv}};
+  for (const auto& [name, x] : results)
+    if (first_non_finite(x->data.data(), static_cast<std::int64_t>(x->data.size()))) rep.non_finite.push_back(name);
+  for (index_t t = 0; t < rep.lse.cols(); ++t)
+    if (pk.real(t) && !rep.lse.col(t).isFinite().all()) {
+      rep.non_finite.push_back("lse");
+      break;
+    }
   rep.err_o = rel_error(rep.o.data.data(), ref.o.data.data(), ref.o.data.size());
   rep.err_lse = rel_error(rep.lse.data(), ref.lse.data(), static_cast<size_t>(ref.lse.size()));
   if (s.backward) {
@@ -205,6 +231,19 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
   rep.dense_flops = dense_flops(s);
   summarize_trace(rep);
   return rep;
+}
+
+}  // namespace
+
+RunReport run_experiment(const RunSpec& s, const Inputs& in) {
+  validate(s);
+  if (s.dtype == "float") check_float_range(in);
+  try {
+    return run_checked(s, in);
+  } catch (const std::bad_alloc&) {  // Tensor3 names its own size (core/alloc.h); this is everything else
+    throw Error("out of memory in the CPU reference run (its estimated peak is " + bytes_text(estimate_memory(s).bytes) +
+                "; the machine has less available)");
+  }
 }
 
 std::int64_t dense_flops(const RunSpec& s) {
@@ -236,6 +275,7 @@ nlohmann::json report_json(const RunReport& r) {
   const CpSpec& cp = s.cp;
   std::int64_t total_msgs = 0;
   for (auto m : r.messages) total_msgs += m;
+  const MemoryEstimate mem = estimate_memory(s);
   return json{
       {"mode", to_string(cp.mode())}, {"cp", cp.P()}, {"layout", to_string(cp.layout())}, {"causal", cp.causal()},
       {"seq", cp.S()}, {"heads", cp.h()}, {"kv_heads", cp.hk()}, {"head_dim", cp.d()},
@@ -248,7 +288,9 @@ nlohmann::json report_json(const RunReport& r) {
       {"bytes_sent_per_rank", r.bytes_sent}, {"bytes_recv_per_rank", r.bytes_recv},
       {"messages_per_rank", r.messages}, {"messages", total_msgs},
       {"cu_seqlens", cp.fields().cu_seqlens}, {"cu_seqlens_padded", cp.thd() ? cp.packing().cu_seqlens_padded : std::vector<index_t>{}},
-      {"padding_max_abs", r.padding_max_abs}, {"hcp", cp.mode() == Mode::a2a_p2p ? json{cp.icp(), cp.ocp()} : json(nullptr)},
+      {"padding_max_abs", r.padding_max_abs}, {"non_finite", r.non_finite},
+      {"memory_estimate", {{"bytes", mem.bytes}, {"phase", mem.phase}}},
+      {"hcp", cp.mode() == Mode::a2a_p2p ? json{cp.icp(), cp.ocp()} : json(nullptr)},
       {"kv_replication", cp.kv_replication()},
       {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}};
 }

@@ -6,7 +6,9 @@
 // and run_experiment, which shards the inputs by the layout, runs the mode forward (and backward) in
 // the requested dtype on SimComm ranks, unshards, runs the dense oracle in double on the same
 // (dtype-rounded) inputs, and reports errors, per-rank FLOPs, bytes and messages (all summed from
-// the trace) and timings. `cplab run`, `cplab demo`, the tests and the tutorials all go through it.
+// the trace) and timings. Its memory is estimated before anything is allocated (memory_estimate.h:
+// a run above 16 GiB is refused), and a dense reference that overflows is refused (overflow.h).
+// `cplab run`, `cplab demo`, the tests and the tutorials all go through it.
 // What it is not: an algorithm. The modes live in their own files (ring_p2p.h, ...).
 #pragma once
 
@@ -32,9 +34,13 @@ struct RunSpec {
 };
 
 // Limits of the CPU reference, so that a typo cannot turn into an hour-long (or memory-exhausting)
-// run: at most kMaxRanks simulated ranks (cp_spec.h), about 16 GiB of tensors, and kMaxCpuFlops of
-// attention work (CP run + dense oracle; about 3 minutes on 2 cores) unless allow_long is set.
+// run: at most kMaxRanks simulated ranks (cp_spec.h), kMaxRunMemory (16 GiB) of estimated peak
+// memory (memory_estimate.h), and kMaxCpuFlops of attention work (CP run + dense oracle; about 3
+// minutes on 2 cores) unless allow_long is set.
 inline constexpr double kMaxCpuFlops = 4e12;
+// the largest softmax scale a run accepts (validate_rules): beyond it the scores scale * q.k of
+// ordinary inputs overflow (float) or make the softmax a hard max, and nothing is checked
+inline constexpr double kMaxScale = 1e30;
 // work the run will spend on the CPU (FLOPs plus the exponentials): the CP mode plus the dense oracle
 double cpu_flops_estimate(const RunSpec& s);
 
@@ -57,6 +63,10 @@ struct RunReport {
   std::optional<double> err_o, err_lse, err_dq, err_dk, err_dv;  // core/rel_error.h
   std::vector<std::int64_t> flops_fwd, flops_bwd, flops, bytes_sent, bytes_recv, messages;  // per rank
   double padding_max_abs = 0;    // max |O|, |dQ|, |dK|, |dV| over padding tokens (must be exactly 0)
+  // results ("o", "lse", "dq", "dk", "dv") holding a NaN or an infinity where the reference is finite
+  // (a float overflow of the CP run: their errors are +inf). The reference itself never does:
+  // run_experiment refuses such a run (run/overflow.h)
+  std::vector<std::string> non_finite;
   std::int64_t dense_flops = 0;  // the same attention on one device (what the ranks' FLOPs must sum to)
   double work_ratio = 0;         // max / min FLOPs over ranks (inf if a rank has none)
   double seconds = 0;            // the CP run (forward + backward), wall time

@@ -2,8 +2,9 @@
 //
 // What it is: a bounds-checked parser for the .npy preamble (magic, version, header length) and the
 // Python-literal header dict {'descr': ..., 'fortran_order': ..., 'shape': (...), } in any key
-// order and quoting, followed by a size-checked read of the raw little-endian data; and a writer
-// producing version 1.0 files.
+// order and quoting (npy_read_header: nothing else is read), followed by a size-checked read of the
+// raw little-endian data (float32 converted in chunks, so the doubles are the only whole-size
+// buffer); and a writer producing version 1.0 files.
 // What it is not: a Python literal evaluator. Only the three keys NumPy writes, string / bool /
 // int-tuple values, and the float dtypes npy.h lists are accepted.
 #include "run/npy.h"
@@ -18,6 +19,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "core/alloc.h"
+#include "core/checked.h"
 #include "core/output_file.h"
 
 namespace cplab {
@@ -212,77 +215,123 @@ void write_file(const std::string& path, const std::vector<std::int64_t>& shape,
 
 }  // namespace
 
-NpyArray npy_read(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  require(fs::is_regular_file(path, ec), path + ": cannot open file");
-  const std::uintmax_t file_size = fs::file_size(path, ec);
-  require(!ec, path + ": cannot open file");
-  std::ifstream in(path, std::ios::binary);
-  require(static_cast<bool>(in), path + ": cannot open file");
+namespace {
 
-  auto read_exact = [&](char* dst, std::uintmax_t n, const std::string& what) {
+// The preamble and header of an open .npy file, every rule checked and the data size compared with
+// the file size; `in` is left at the first data byte.
+NpyHeader parse_preamble_and_header(std::ifstream& in, const std::string& path, std::uintmax_t file_size) {
+  auto read_exact = [&](char* dst, std::uintmax_t n, const char* what) {
     in.read(dst, static_cast<std::streamsize>(n));
-    require(static_cast<std::uintmax_t>(in.gcount()) == n, path + ": read failed (" + what + ")");
+    if (static_cast<std::uintmax_t>(in.gcount()) != n) throw Error(path + ": read failed (" + what + ")");
   };
 
   // magic: compare what the file has, so a short non-.npy file still reads as "bad magic"
   char pre[12] = {};
   std::size_t have = static_cast<std::size_t>(std::min<std::uintmax_t>(file_size, kMagicLen));
   read_exact(pre, have, "magic");
-  require(std::memcmp(pre, kMagic, have) == 0 && have > 0, path + ": not a .npy file (bad magic)");
-  require(file_size >= kMagicLen + 2, path + ": truncated header (file ends inside the magic/version preamble)");
+  if (have == 0 || std::memcmp(pre, kMagic, have) != 0) throw Error(path + ": not a .npy file (bad magic)");
+  if (file_size < kMagicLen + 2) throw Error(path + ": truncated header (file ends inside the magic/version preamble)");
   read_exact(pre + kMagicLen, 2, "version");
   const int major = static_cast<unsigned char>(pre[6]), minor = static_cast<unsigned char>(pre[7]);
-  require(major >= 1 && major <= 3 && minor == 0,
-          path + ": format version " + std::to_string(major) + "." + std::to_string(minor) +
-              " is not supported (need 1.0, 2.0 or 3.0)");
+  if (major < 1 || major > 3 || minor != 0)
+    throw Error(path + ": format version " + std::to_string(major) + "." + std::to_string(minor) +
+                " is not supported (need 1.0, 2.0 or 3.0)");
   const std::size_t len_bytes = major == 1 ? 2 : 4;
   const std::size_t preamble = kMagicLen + 2 + len_bytes;
-  require(file_size >= preamble, path + ": truncated header (file ends inside the header length field)");
+  if (file_size < preamble) throw Error(path + ": truncated header (file ends inside the header length field)");
   read_exact(pre + 8, len_bytes, "header length");
   std::uint32_t hlen = 0;
   for (std::size_t i = 0; i < len_bytes; ++i) hlen |= std::uint32_t{static_cast<unsigned char>(pre[8 + i])} << (8 * i);
-  require(hlen <= file_size - preamble, path + ": header length " + std::to_string(hlen) + " runs past the end of the file (" +
-                                            std::to_string(file_size - preamble) + " bytes follow the preamble)");
-  require(hlen <= kMaxHeaderLen, path + ": header length " + std::to_string(hlen) + " is implausibly large");
+  if (hlen > file_size - preamble)
+    throw Error(path + ": header length " + std::to_string(hlen) + " runs past the end of the file (" +
+                std::to_string(file_size - preamble) + " bytes follow the preamble)");
+  if (hlen > kMaxHeaderLen) throw Error(path + ": header length " + std::to_string(hlen) + " is implausibly large");
   std::string text(hlen, '\0');
   read_exact(text.data(), hlen, "header");
 
   const Header h = HeaderParser(text, path).parse();
-  NpyArray a;
+  NpyHeader out;
   if (h.descr == "<f4" || h.descr == "=f4") {
-    a.dtype = NpyDtype::f4;
+    out.dtype = NpyDtype::f4;
   } else if (h.descr == "<f8" || h.descr == "=f8") {
-    a.dtype = NpyDtype::f8;
+    out.dtype = NpyDtype::f8;
   } else if (h.descr == ">f4" || h.descr == ">f8") {
     throw Error(path + ": big-endian dtype '" + h.descr + "' is not supported");
   } else {
-    throw Error(path + ": dtype '" + printable(h.descr) +
-                "' is not supported (need float32 '<f4' or float64 '<f8')");
+    throw Error(path + ": dtype '" + printable(h.descr) + "' is not supported (need float32 '<f4' or float64 '<f8')");
   }
-  require(!h.fortran_order, path + ": fortran_order arrays are not supported (save with np.ascontiguousarray)");
-  a.shape = h.shape;
+  if (h.fortran_order) throw Error(path + ": fortran_order arrays are not supported (save with np.ascontiguousarray)");
+  out.shape = h.shape;
 
-  const std::int64_t itemsize = a.dtype == NpyDtype::f4 ? 4 : 8;
-  std::int64_t need = 0;
-  require(checked_product(a.shape, itemsize, need), path + ": shape " + npy_shape_string(a.shape) + " has too many elements");
+  // element count and data bytes, through the checked path (a shape can claim 2^63 elements)
+  const std::string too_many = path + ": shape " + npy_shape_string(out.shape) + " has too many elements";
+  std::int64_t count = 1;
+  for (std::int64_t d : out.shape) count = mul_checked(count, d, too_many);
+  const std::int64_t need = mul_checked(count, npy_itemsize(out.dtype), too_many);
   const std::uintmax_t holds = file_size - preamble - hlen;
   const auto uneed = static_cast<std::uintmax_t>(need);
-  require(holds >= uneed, path + ": file holds " + std::to_string(holds) + " bytes of data but shape " +
-                              npy_shape_string(a.shape) + " needs " + std::to_string(need));
-  require(holds == uneed, path + ": file has " + std::to_string(holds - uneed) + " unexpected trailing bytes after the " +
-                              std::to_string(need) + " bytes of data for shape " + npy_shape_string(a.shape));
+  if (holds < uneed)
+    throw Error(path + ": file holds " + std::to_string(holds) + " bytes of data but shape " +
+                npy_shape_string(out.shape) + " needs " + std::to_string(need));
+  if (holds > uneed)
+    throw Error(path + ": file has " + std::to_string(holds - uneed) + " unexpected trailing bytes after the " +
+                std::to_string(need) + " bytes of data for shape " + npy_shape_string(out.shape));
+  out.count = count;
+  out.data_offset = static_cast<std::int64_t>(preamble + hlen);
+  return out;
+}
 
-  // sizes now match the file on disk, so these allocations are bounded by it
-  const std::size_t count = static_cast<std::size_t>(need / itemsize);
-  a.values.resize(count);
+// the file opened for reading, with its size; cplab::Error naming the path otherwise
+std::uintmax_t open_npy(const std::string& path, std::ifstream& in) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw Error(path + ": cannot open file");
+  const std::uintmax_t file_size = fs::file_size(path, ec);
+  if (ec) throw Error(path + ": cannot open file");
+  in.open(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open file");
+  return file_size;
+}
+
+}  // namespace
+
+std::int64_t npy_itemsize(NpyDtype dtype) { return dtype == NpyDtype::f4 ? 4 : 8; }
+
+NpyHeader npy_read_header(const std::string& path) {
+  std::ifstream in;
+  const std::uintmax_t file_size = open_npy(path, in);
+  return parse_preamble_and_header(in, path, file_size);
+}
+
+NpyArray npy_read(const std::string& path) { return npy_read(path, npy_read_header(path)); }
+
+NpyArray npy_read(const std::string& path, const NpyHeader& expected) {
+  std::ifstream in;
+  const std::uintmax_t file_size = open_npy(path, in);
+  const NpyHeader h = parse_preamble_and_header(in, path, file_size);
+  if (h.dtype != expected.dtype || h.shape != expected.shape || h.data_offset != expected.data_offset)
+    throw Error(path + ": the file changed after its header was read (now shape " + npy_shape_string(h.shape) + ")");
+
+  NpyArray a;
+  a.dtype = h.dtype;
+  a.shape = h.shape;
+  // the size matches the file on disk (checked above); the caller checked it against its memory limit
+  const auto count = static_cast<std::size_t>(h.count);
+  a.values = alloc_vector<double>(count, [&] { return "the data of " + path; });
+  if (count == 0) return a;  // nothing to read (and values.data() may be null)
+  auto read_exact = [&](char* dst, std::size_t n) {
+    in.read(dst, static_cast<std::streamsize>(n));
+    if (static_cast<std::size_t>(in.gcount()) != n) throw Error(path + ": read failed (data)");
+  };
   if (a.dtype == NpyDtype::f8) {
-    read_exact(reinterpret_cast<char*>(a.values.data()), uneed, "data");
-  } else {
-    std::vector<float> tmp(count);
-    read_exact(reinterpret_cast<char*>(tmp.data()), uneed, "data");
-    for (std::size_t i = 0; i < count; ++i) a.values[i] = tmp[i];
+    read_exact(reinterpret_cast<char*>(a.values.data()), count * sizeof(double));
+  } else {  // float32, converted in chunks (no second whole-size buffer)
+    std::vector<float> chunk(std::min<std::size_t>(count, std::size_t{1} << 16));
+    for (std::size_t i = 0; i < count; i += chunk.size()) {
+      const std::size_t n = std::min(chunk.size(), count - i);
+      read_exact(reinterpret_cast<char*>(chunk.data()), n * sizeof(float));
+      std::copy(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n), a.values.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
   return a;
 }

@@ -1,10 +1,14 @@
 // npy.h: read and write NumPy .npy files holding little-endian float32 / float64 arrays.
 //
-// What it is: npy_read, which loads a C-ordered '<f4' or '<f8' array (format 1.0, 2.0 or 3.0) into
-// doubles, and npy_write, which saves a C-ordered float or double buffer as format 1.0 ('<f4' /
-// '<f8'), header space-padded and '\n'-terminated so the data starts on a 64-byte boundary, like
-// NumPy. Every malformed or unsupported file throws cplab::Error naming the file and the rule broken;
-// the data size is checked against the file size before anything is allocated.
+// What it is: npy_read_header, which reads and checks a file's preamble and header dict and compares
+// the data size the shape needs with the file size, reading no data (a caller checks the shape
+// against the sizes it knows, and the memory the data needs against its limit, before anything is
+// allocated: cplab run does); npy_read, which then loads a C-ordered '<f4' or '<f8' array (format
+// 1.0, 2.0 or 3.0) into doubles; and npy_write, which saves a C-ordered float or double buffer as
+// format 1.0 ('<f4' / '<f8'), header space-padded and '\n'-terminated so the data starts on a 64-byte
+// boundary, like NumPy. Every malformed or unsupported file throws cplab::Error naming the file and
+// the rule broken; element counts go through core/checked.h; a failed allocation of the data is
+// "out of memory allocating N GiB for the data of <path>" (core/alloc.h).
 // What it is not: a general .npy library. No integer, complex, structured or big-endian dtypes, no
 // Fortran order, no .npz archives, no memory mapping, no pickled object arrays.
 #pragma once
@@ -29,8 +33,23 @@ struct NpyArray {
 // "(2, 3, 4)", "(7,)", "()": a shape as NumPy prints it, for messages
 std::string npy_shape_string(const std::vector<std::int64_t>& shape);
 
-// Reads path; throws cplab::Error ("<path>: <rule broken>") on any malformed or unsupported file.
+// What a file's header says, every rule checked and the data size equal to what the file holds.
+struct NpyHeader {
+  NpyDtype dtype = NpyDtype::f8;
+  std::vector<std::int64_t> shape;  // C order
+  std::int64_t count = 0;           // product(shape): elements
+  std::int64_t data_offset = 0;     // bytes before the data
+};
+std::int64_t npy_itemsize(NpyDtype dtype);  // 4 or 8
+
+// Reads path's header only; throws cplab::Error ("<path>: <rule broken>") on any malformed or
+// unsupported file, or one whose data is shorter or longer than the shape needs.
+NpyHeader npy_read_header(const std::string& path);
+// Reads path (header, then data); the same errors.
 NpyArray npy_read(const std::string& path);
+// Reads the data of a file whose header was read (and checked by the caller) with npy_read_header;
+// cplab::Error if the header no longer says the same.
+NpyArray npy_read(const std::string& path, const NpyHeader& expected);
 
 // Writes a C-ordered array of product(shape) elements (data may be null when that is 0), whole or
 // not at all (core/output_file.h: an existing file is replaced only by a complete new one).
