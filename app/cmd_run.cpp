@@ -287,6 +287,9 @@ int run_action(RunOptions& o) {
   const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
   require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
           "--q, --k and --v must be given together");
+  // the outputs' paths (checked, nothing created or truncated): an output that is an input, or a
+  // folder that cannot be written, fails now, before anything is read or run
+  prepare_outputs(o, s.backward);
   // .npy inputs: every header first (shapes checked against each other and the options), then the
   // run's rules and memory estimate, and only then the data
   NpyHeader hq, hk_, hv, hdo;
@@ -306,7 +309,6 @@ int run_action(RunOptions& o) {
     hdo = header3(o.do_path, "dO", seq, h, dv);
   }
   validate(s);  // the memory estimate counts the inputs: nothing big is allocated before this
-  prepare_outputs(o, s.backward);  // before the (possibly long) run: a bad path fails now, not after it
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   Inputs in;
   if (any_in) {
