@@ -84,7 +84,7 @@ struct Diff {
     e.add(x.data(), ref.data(), std::min(x.size(), ref.size()));
   }
   std::string why() const {
-    if (e.failed) return "a NaN, or an infinity not matched by the same infinity, on either side";
+    if (e.failed) return "a NaN or an infinity (other than -inf on both sides) in the result or the reference";
     if (e.scale == 0) return "the baseline's sampled values are all zero";
     return "";
   }

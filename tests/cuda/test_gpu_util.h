@@ -7,7 +7,7 @@
 //   ref_case        one case's rounded q, k, v, dO and its double reference (O, LSE, dQ, dK, dV)
 //   upload / download_f / download_t / as_tensor   device buffers from and to host doubles
 //   rel             max |x - ref| / max |ref|: core/rel_error.h's rel_error (the one metric and its
-//                   convention: the same infinity on both sides is equal, any other or a NaN fails)
+//                   convention: -inf on both sides is equal, any other infinity or a NaN fails)
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
 //   tolerance       the per-dtype tolerances (cuda/README.md)
 //   v3_unavailable  why kernel v3 cannot run here ("" when it can: an sm_90a build on a 9.0 device)
