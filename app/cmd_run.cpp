@@ -2,9 +2,8 @@
 //
 // What it is: option parsing for a RunSpec, optional .npy inputs (Q, K, V, dO) and outputs (O, LSE,
 // dQ, dK, dV), trace files, and the human table or --json report of reference/run/experiment.h.
-// Outputs are checked before the run without being touched (no output may be an input or another
-// output) and committed together after it succeeded (core/output_file.h): a failed run leaves every
-// existing output file as it was.
+// The files (inputs read header first, outputs checked before the run and committed together after
+// it succeeded, so a failed run leaves every existing output as it was) are run_files.h's.
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
@@ -12,7 +11,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,9 +18,9 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "core/output_file.h"
 #include "run/experiment.h"
 #include "run/npy.h"
+#include "run_files.h"
 #include "layout/thd.h"
 #include "plan/trace_plan.h"
 
@@ -35,63 +33,11 @@ struct RunOptions {
   RunSpec spec;   // the harness (dtype, backward, allow_long); spec.cp is built from `cp`
   std::string mode = "p2p", layout = "zigzag", merge = "streaming", hcp, cu;
   index_t seq = 4096;  // --seq; with --cu-seqlens the packed total unless given
-  std::string q_path, k_path, v_path, do_path, out_dir, trace_path, chrome_path;
+  RunFiles files;  // --q --k --v --do --out-dir --trace --chrome-trace (run_files.h)
   bool json = false, plan_only = false;
   std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
   long long seed = 0;
 };
-
-// the header of a 3-d (s, heads, dim) Q/K/V/dO file, checked against (and filling) the sizes known
-// so far; no data is read (run_action checks the run's memory before load3 allocates anything)
-NpyHeader header3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
-  NpyHeader hd = npy_read_header(path);
-  require(hd.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + npy_shape_string(hd.shape));
-  if (std::find(hd.shape.begin(), hd.shape.end(), 0) != hd.shape.end())
-    throw Error(path + ": " + what + " has shape " + npy_shape_string(hd.shape) +
-                " with a zero dimension (seq, heads and head_dim must each be >= 1)");
-  auto agree = [&](index_t& field, std::int64_t got, const char* name) {
-    if (field != 0 && field != got)
-      throw Error(path + ": " + what + " has " + name + " " + std::to_string(got) + " but " + std::to_string(field) +
-                  " was given or read elsewhere");
-    field = got;
-  };
-  agree(s, hd.shape[0], "seq");
-  agree(h, hd.shape[1], "heads");
-  agree(d, hd.shape[2], "head-dim");
-  return hd;
-}
-
-// the data of a file whose header header3 checked; NaN and inf refused
-Tensor3<double> load3(const std::string& path, const char* what, const NpyHeader& hd) {
-  NpyArray a = npy_read(path, hd);
-  for (size_t i = 0; i < a.values.size(); ++i)
-    if (!std::isfinite(a.values[i]))  // the message is built for the first bad element only
-      throw Error(path + ": " + what + " element " + std::to_string(i) + " is not finite (NaN or inf inputs are refused)");
-  Tensor3<double> x;  // takes the values over (no second whole-size buffer)
-  x.n = a.shape[0], x.h = a.shape[1], x.d = a.shape[2];
-  x.data = std::move(a.values);
-  return x;
-}
-
-void write3(std::ostream& out, const std::string& path, const Tensor3<double>& x, bool f32) {
-  const std::vector<std::int64_t> shape = {x.n, x.h, x.d};
-  if (f32) {
-    const Tensor3<float> y = cast<float>(x);
-    npy_write(out, path, shape, y.data.data());
-  } else {
-    npy_write(out, path, shape, x.data.data());
-  }
-}
-
-void write_rows(std::ostream& out, const std::string& path, const Rows<double>& x, bool f32) {
-  const std::vector<std::int64_t> shape = {x.rows(), x.cols()};
-  if (f32) {
-    const Rows<float> y = x.cast<float>();
-    npy_write(out, path, shape, y.data());
-  } else {
-    npy_write(out, path, shape, x.data());
-  }
-}
 
 std::string fmt(const char* f, double x) {
   char b[64];
@@ -157,95 +103,19 @@ void print_human(const RunReport& r) {
             << fmt("%.3f", r.reference_seconds) << " s\n";
 }
 
-// the files of --out-dir, in the order they are written
-std::vector<std::string> out_dir_files(bool backward) {
-  if (backward) return {"o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"};
-  return {"o.npy", "lse.npy"};
-}
-
-// Before the (possibly long) run: every output could be written, none is an input or another output.
-// Nothing is created, opened or truncated here: the outputs are committed after the run (write_outputs).
-void prepare_outputs(const RunOptions& o, bool backward) {
-  std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
-  if (!o.trace_path.empty()) outs.emplace_back("--trace", o.trace_path);
-  if (!o.chrome_path.empty()) outs.emplace_back("--chrome-trace", o.chrome_path);
-  if (!o.out_dir.empty()) {
-    check_folder(o.out_dir, "--out-dir");
-    for (const std::string& name : out_dir_files(backward))
-      outs.emplace_back("--out-dir", (std::filesystem::path(o.out_dir) / name).string());
-  }
-  const std::pair<const char*, const std::string*> ins[] = {
-      {"--q", &o.q_path}, {"--k", &o.k_path}, {"--v", &o.v_path}, {"--do", &o.do_path}};
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const auto& [what, path] = outs[i];
-    std::error_code ec;
-    if (what != "--out-dir" || std::filesystem::is_directory(o.out_dir, ec)) check_writable(path, what);
-    for (const auto& [in_name, in_path] : ins)
-      require(in_path->empty() || !same_file(path, *in_path),
-              what + " " + path + " is the same file as the " + in_name + " input (an output must not overwrite an input)");
-    for (size_t j = 0; j < i; ++j)
-      require(!same_file(path, outs[j].second), what + " " + path + " is the same file as " + outs[j].first + " " +
-                                                    outs[j].second + " (each output needs its own file)");
-  }
-}
-
-// the folders create_directories(dir) would make, the deepest first
-std::vector<std::filesystem::path> missing_folders(const std::string& dir) {
-  std::vector<std::filesystem::path> v;
-  std::error_code ec;
-  for (auto p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
-    if (!p.has_filename()) continue;  // "a/b/" -> "a/b"
-    v.push_back(p);
-    if (!p.has_parent_path()) break;
-  }
-  return v;
-}
-
-// The outputs of a run that succeeded, committed together (core/output_file.h): every one of them
-// is written, or none is and every existing file is as it was (a folder made for --out-dir is
-// removed again). r.o etc. are empty for a planned run (no --out-dir there).
-void write_outputs(const RunOptions& o, const RunReport& r, bool backward, bool f32) {
-  std::vector<std::filesystem::path> made;  // folders this call creates for --out-dir
-  if (!o.out_dir.empty()) made = missing_folders(o.out_dir);
-  try {
-    OutputSet set;
-    if (!o.trace_path.empty()) set.stage(o.trace_path, "--trace", [&](std::ostream& out) { r.trace.write(out, false); });
-    if (!o.chrome_path.empty()) set.stage(o.chrome_path, "--chrome-trace", [&](std::ostream& out) { r.trace.write(out, true); });
-    if (!o.out_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(o.out_dir, ec);
-      require(!ec && std::filesystem::is_directory(o.out_dir),
-              "--out-dir " + o.out_dir + ": cannot create the directory" + (ec ? " (" + ec.message() + ")" : ""));
-      for (const std::string& name : out_dir_files(backward)) {
-        const std::string path = (std::filesystem::path(o.out_dir) / name).string();
-        set.stage(path, "--out-dir", [&](std::ostream& out) {
-          if (name == "o.npy") write3(out, path, r.o, f32);
-          else if (name == "lse.npy") write_rows(out, path, r.lse, f32);
-          else write3(out, path, name == "dq.npy" ? r.dq : name == "dk.npy" ? r.dk : r.dv, f32);
-        });
-      }
-    }
-    set.commit();
-  } catch (...) {
-    std::error_code ec;
-    for (const std::filesystem::path& p : made) std::filesystem::remove(p, ec);  // only if empty
-    throw;
-  }
-}
-
 // --plan-only: the trace the run would record (trace_plan.h) and the table summed from it
 int plan_action(const RunOptions& o) {
   const RunSpec& s = o.spec;
   const std::pair<const char*, const std::string*> tensors[] = {
-      {"q", &o.q_path}, {"k", &o.k_path}, {"v", &o.v_path}, {"do", &o.do_path}, {"out-dir", &o.out_dir}};
+      {"q", &o.files.q}, {"k", &o.files.k}, {"v", &o.files.v}, {"do", &o.files.dout}, {"out-dir", &o.files.out_dir}};
   for (const auto& [name, path] : tensors)
     require(path->empty(), std::string("--") + name + " cannot go with --plan-only (a planned run reads and writes no tensors)");
   RunReport r;
   r.spec = s;
   r.trace = plan_trace(s);  // checks s like validate(), without the CPU reference's limits
-  prepare_outputs(o, s.backward);
+  prepare_outputs(o.files, s.backward);
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
-  write_outputs(o, r, s.backward, false);
+  write_outputs(o.files, r, s.backward, false);
   summarize_trace(r);
   r.dense_flops = dense_flops(s);
   if (o.json) {
@@ -283,13 +153,13 @@ int run_action(RunOptions& o) {
     s.cp = CpSpec(f);
     return plan_action(o);
   }
-  require(o.do_path.empty() || s.backward, "--do needs --backward");
-  const bool any_in = !o.q_path.empty() || !o.k_path.empty() || !o.v_path.empty();
-  require(!any_in || (!o.q_path.empty() && !o.k_path.empty() && !o.v_path.empty()),
+  require(o.files.dout.empty() || s.backward, "--do needs --backward");
+  const bool any_in = !o.files.q.empty() || !o.files.k.empty() || !o.files.v.empty();
+  require(!any_in || (!o.files.q.empty() && !o.files.k.empty() && !o.files.v.empty()),
           "--q, --k and --v must be given together");
   // the outputs' paths (checked, nothing created or truncated): an output that is an input, or a
   // folder that cannot be written, fails now, before anything is read or run
-  prepare_outputs(o, s.backward);
+  prepare_outputs(o.files, s.backward);
   // .npy inputs: every header first (shapes checked against each other and the options), then the
   // run's rules and memory estimate, and only then the data
   NpyHeader hq, hk_, hv, hdo;
@@ -298,29 +168,29 @@ int run_action(RunOptions& o) {
     auto given = [&](const char* name, index_t v) { return o.given.at(name)->count() > 0 ? v : index_t{0}; };
     index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
     index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-    hq = header3(o.q_path, "Q", seq, h, d);
-    hk_ = header3(o.k_path, "K", seq, hk, d);
-    hv = header3(o.v_path, "V", seq, hk, dv);
+    hq = header3(o.files.q, "Q", seq, h, d);
+    hk_ = header3(o.files.k, "K", seq, hk, d);
+    hv = header3(o.files.v, "V", seq, hk, dv);
     f.seq = seq, f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
   }
   s.cp = CpSpec(f);
-  if (s.backward && !o.do_path.empty()) {
+  if (s.backward && !o.files.dout.empty()) {
     index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
-    hdo = header3(o.do_path, "dO", seq, h, dv);
+    hdo = header3(o.files.dout, "dO", seq, h, dv);
   }
   validate(s);  // the memory estimate counts the inputs: nothing big is allocated before this
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   Inputs in;
   if (any_in) {
-    in.q = load3(o.q_path, "Q", hq);
-    in.k = load3(o.k_path, "K", hk_);
-    in.v = load3(o.v_path, "V", hv);
+    in.q = load3(o.files.q, "Q", hq);
+    in.k = load3(o.files.k, "K", hk_);
+    in.v = load3(o.files.v, "V", hv);
   } else {
     in = make_inputs(s);
   }
   if (s.backward) {
-    if (!o.do_path.empty()) {
-      in.dout = load3(o.do_path, "dO", hdo);
+    if (!o.files.dout.empty()) {
+      in.dout = load3(o.files.dout, "dO", hdo);
     } else if (in.dout.n == 0) {
       RunSpec only_do = s;
       in.dout = make_inputs(only_do).dout;
@@ -333,7 +203,7 @@ int run_action(RunOptions& o) {
       {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
   for (const auto& [name, e] : errs)
     if (failed.empty() && e && !std::isfinite(*e)) failed = name;
-  if (failed.empty()) write_outputs(o, r, s.backward, s.dtype == "float");
+  if (failed.empty()) write_outputs(o.files, r, s.backward, s.dtype == "float");
   if (o.json) std::cout << report_json(r).dump(2) << "\n";
   else print_human(r);
   if (!failed.empty()) {
@@ -384,13 +254,13 @@ void setup_run(CLI::App& app, int& status) {
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
   sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
   sub->add_option("--scale", f.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
-  sub->add_option("--q", o->q_path, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
-  sub->add_option("--k", o->k_path, "read K from a .npy (seq, kv_heads, head_dim)");
-  sub->add_option("--v", o->v_path, "read V from a .npy (seq, kv_heads, v_head_dim)");
-  sub->add_option("--do", o->do_path, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
-  o->given["out-dir"] = sub->add_option("--out-dir", o->out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
-  o->given["trace"] = sub->add_option("--trace", o->trace_path, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
-  o->given["chrome-trace"] = sub->add_option("--chrome-trace", o->chrome_path, "write the trace as Chrome trace-event JSON (Perfetto)");
+  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
+  sub->add_option("--k", o->files.k, "read K from a .npy (seq, kv_heads, head_dim)");
+  sub->add_option("--v", o->files.v, "read V from a .npy (seq, kv_heads, v_head_dim)");
+  sub->add_option("--do", o->files.dout, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
+  o->given["out-dir"] = sub->add_option("--out-dir", o->files.out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
+  o->given["trace"] = sub->add_option("--trace", o->files.trace, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
+  o->given["chrome-trace"] = sub->add_option("--chrome-trace", o->files.chrome, "write the trace as Chrome trace-event JSON (Perfetto)");
   sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes);\n"
                                               "with --plan-only: plan past the planner's own limit");
   sub->add_flag("--plan-only", o->plan_only, "compute nothing: write --trace / --chrome-trace with the trace the run\n"
