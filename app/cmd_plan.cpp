@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/util.h"
 #include "plan/planner.h"
 
 namespace cplab::app {
@@ -41,7 +42,10 @@ int plan_action(const PlanOptions& o) {
   a.inter = link_preset(o.inter);
   a.gpus_per_node = o.gpus_per_node;
   a.tau_us = o.tau_us;
-  require(o.tflops >= 0 && o.bwd_tflops >= 0 && o.tau_us >= 0, "--tflops, --bwd-tflops and --tau-us must be >= 0");
+  // rates and costs a GPU can have: a prediction from 1e300 us per tile or 1e-300 TFLOP/s is noise
+  for (const auto& [name, v] : {std::pair<const char*, double>{"--tflops", o.tflops}, {"--bwd-tflops", o.bwd_tflops}})
+    require(v == 0 || (v >= 1e-3 && v <= 1e5), std::string(name) + " " + approx(v) + " must be 0 (the preset) or in [0.001, 100000] TFLOP/s");
+  require(o.tau_us >= 0 && o.tau_us <= 1e6, "--tau-us " + approx(o.tau_us) + " must be in [0, 1000000] microseconds per tile");
   if (o.tflops > 0) a.gpu.fwd_tflops = o.tflops, a.gpu.bwd_tflops = o.bwd_tflops > 0 ? o.bwd_tflops : 0.85 * o.tflops;
   else if (o.bwd_tflops > 0) a.gpu.bwd_tflops = o.bwd_tflops;
   if (!o.calibration.empty()) a.calibration = read_calibration(o.calibration);

@@ -75,6 +75,8 @@ case("misspelled_option", ["run", "--mdoe", "p2p"], needle="--mode")
 case("seed_clamped", ["run", "--seed", "99999999999999999999999", "--cp", "2", "--seq", "8"], needle="--seed")
 case("plan_seq_clamped", ["plan", "--seq", "9223372036854775808"], needle="--seq")
 case("plan_tau_inf", ["plan", "--tau-us", "inf"], needle="--tau-us")
+case("plan_tau_huge", ["plan", "--tau-us", "1e300"], needle="--tau-us 1e+300 must be in [0, 1000000]")
+case("plan_tflops_tiny", ["plan", "--tflops", "1e-300"], needle="--tflops 1e-300 must be 0 (the preset) or in [0.001, 100000]")
 case("schedule_batch_size_negative", ["schedule", "--dist", "data/dcp/web_lognormal.json", "--batch-size", "-1"],
      needle="--batch-size -1 must be >= 0")
 case("scale_huge", ["run", "--cp", "2", "--seq", "8", "--scale", "1e300"],
