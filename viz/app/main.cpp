@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     if (L.bench > 0) {
       app.controls = true;
       const double ms = bench_frames(app, L.W, L.H, L.bench);
-      std::printf("cplab-viz: view %s, %dx%d, %d frames: mean %.3f ms CPU per frame (scene + ImGui draw lists, controls pane included)\n",
+      std::printf("cplab-viz: view %s, %dx%d, %d frames: mean %.3f ms wall time per frame to build it on the CPU (scene + ImGui draw lists, controls pane included; no GPU drawing)\n",
                   view_names()[static_cast<size_t>(L.view)].c_str(), L.W, L.H, L.bench, ms);
       return 0;
     }

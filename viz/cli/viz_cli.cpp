@@ -46,7 +46,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--size", size, "window / image size WIDTHxHEIGHT")->capture_default_str();
   cli.add_flag("--controls", L.controls, "with --headless: draw the controls pane too");
   cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str();
-  cli.add_option("--bench-frames", L.bench, "build N frames without a display and print the mean CPU time per frame");
+  cli.add_option("--bench-frames", L.bench, "build N frames without a display and print the mean wall time per frame");
   cli.add_option("--mode", mode, mode_choices())->capture_default_str();
   cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
   cli.add_option("--seq", s.seq, "tokens (unpacked)")->capture_default_str();
@@ -54,12 +54,19 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--kv-heads", s.kv_heads, "key/value heads")->capture_default_str();
   cli.add_option("--head-dim", s.head_dim, "dimension per head")->capture_default_str();
   cli.add_option("--layout", layout, "contiguous | zigzag | striped")->capture_default_str();
-  cli.add_flag("--causal,!--no-causal", s.causal, "causal mask (default) or not");
-  cli.add_flag("--backward,!--no-backward", p.backward, "trace the backward too (default) or not");
+  // on by default: each has a flag to turn it off (two plain flags, so --help shows no "{false}")
+  CLI::Option* causal = cli.add_flag_callback("--causal", [&s] { s.causal = true; }, "causal mask (the default)");
+  cli.add_flag_callback("--no-causal", [&s] { s.causal = false; }, "no mask (bidirectional attention)")->excludes(causal);
+  CLI::Option* bwd = cli.add_flag_callback("--backward", [&p] { p.backward = true; }, "trace the backward too (the default)");
+  cli.add_flag_callback("--no-backward", [&p] { p.backward = false; }, "trace the forward only")->excludes(bwd);
   cli.add_option("--hcp", hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
                                "outer rings of OCP ranks strided by ICP; ICP x OCP = cp (as in cplab run)");
   cli.add_option("--cu-seqlens", cu, "packed sequences, e.g. 0,12,36,42");
   cli.add_flag("--pad", s.pad, "pad packed sequences to the layout's multiple");
+  cli.add_flag("--replicate-kv", s.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
+                                                 "by the all-to-all size (as in cplab run)");
+  cli.add_option("--dtype", p.dtype, "float | double: the element type, which sets the bytes of every message\n"
+                                     "(as in cplab run)")->capture_default_str();
   cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
   cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str();
   cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip");

@@ -94,7 +94,7 @@ RunSpec VizParams::run_spec() const {
   if (!f.cu_seqlens.empty()) f.seq = 0;  // --seq is the unpacked length; packed: the spec takes their total
   RunSpec s{CpSpec(std::move(f))};
   s.backward = backward;
-  s.dtype = "float";
+  s.dtype = dtype;  // plan_trace checks it (validate_rules: dtype 'half' refused as by cplab run)
   return s;
 }
 

@@ -32,6 +32,7 @@ struct VizParams {
   // token count of an unpacked run: with cu_seqlens the spec takes their packed total (seq 0)
   CpFields cp = default_fields();
   bool backward = true;    // trace the backward too
+  std::string dtype = "float";  // the elements' type, which sets the bytes of every message (float | double)
   std::string trace_file;  // timeline: a trace file instead of the run's planned trace
   // the DCP batch (scheduler)
   std::int64_t ranks = 8, max_per_rank = 4096;
