@@ -76,9 +76,14 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     ImGui::SetNextWindowPos({0, 0});
     ImGui::SetNextWindowSize({cw, H});
     ImGui::Begin("cplab-viz", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-    for (size_t i = 0; i < view_names().size(); ++i) {
-      if (i > 0) ImGui::SameLine();
-      ImGui::RadioButton(view_names()[i].c_str(), &app.view, static_cast<int>(i));
+    for (size_t i = 0; i < view_names().size(); ++i) {  // wrapped where the pane ends (none is cut)
+      const char* name = view_names()[i].c_str();
+      const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(name).x;
+      if (i > 0) {
+        ImGui::SameLine();
+        if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
+      }
+      ImGui::RadioButton(name, &app.view, static_cast<int>(i));
     }
     help("ownership: which rank holds which tokens. ring: what every rank computes and sends at one step. "
          "masks: the causal mask globally, in rank order, and each rank's tiles. scheduler: dynamic CP, "

@@ -138,6 +138,14 @@ std::string human_time_us(double us) {
   return b;
 }
 
+std::string human_time_axis(double us, double span_us) {
+  const double unit = span_us < 1 ? 1e-3 : span_us < 1e3 ? 1.0 : span_us < 1e6 ? 1e3 : 1e6;
+  const char* name = span_us < 1 ? "ns" : span_us < 1e3 ? "us" : span_us < 1e6 ? "ms" : "s";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g %s", us / unit, name);
+  return b;
+}
+
 std::string fixed(double x, int digits) {
   char b[64];
   std::snprintf(b, sizeof b, "%.*f", digits, x);

@@ -80,5 +80,6 @@ std::string human_count(double x);             // 1.5K, 2.3M, 4.1G, 1.2T
 std::string human_bytes(double bytes);         // 512 B, 1.5 KiB, 3.0 MiB
 std::string fixed(double x, int digits);       // printf %.*f
 std::string human_time_us(double us);          // 850 ns, 12.5 us, 3.2 ms, 4.93 s
+std::string human_time_axis(double us, double span_us);  // us in the unit human_time_us gives span_us: 0 s, 2.5 s
 
 }  // namespace cplab::viz

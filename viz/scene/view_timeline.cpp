@@ -68,7 +68,7 @@ Scene timeline_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.line(x0, H - 34, x0 + w, H - 34, kLight);
   for (int k = 0; k <= 4; ++k) {
     const double t = t0 + (t1 - t0) * k / 4;
-    s.text(X(t) - (k == 4 ? 60 : 0), H - 30, human_time_us(t), kLight);
+    s.text(X(t) - (k == 4 ? 60 : 0), H - 30, human_time_axis(t, t1), kLight);  // one unit on the whole axis
   }
   s.notes.push_back("lanes: compute (forward in the rank's colour, backward darker) and communication (send light, recv dark); "
                     "steps are lockstep, a message spans its step");
