@@ -7,10 +7,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "dcp/dcp_cost.h"
 #include "core/error.h"
+#include "core/mask.h"
+#include "layout/thd.h"
 #include "modes/ring_schedule.h"
 #include "plan/trace_plan.h"
 #include "views.h"
@@ -133,13 +138,15 @@ TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
   CHECK(drawn == sent);
 }
 
-TEST_CASE("viz masks: one cell per forward tile with the reference's section; contiguous skips above the diagonal") {
+TEST_CASE("viz masks: one shape per forward tile with the reference's section; contiguous skips above the diagonal") {
   const index_t P = 4, S = 32;
   for (Layout l : {Layout::contiguous, Layout::zigzag}) {
     const RunModel m = RunModel::build(run_params(Mode::p2p, l, P, S));
     const Scene s = masks_view(m, ViewState{}, 1500, 600);
-    const auto cells = s.find("kind_tile");
-    REQUIRE(cells.size() == static_cast<size_t>(P * P));
+    const auto cells = s.find("kind_tile");  // a tile's shape: its visible cells, one or more rects
+    std::set<std::pair<int, int>> tiles;
+    for (const Prim* c : cells) tiles.insert({c->rank, c->peer});
+    REQUIRE(tiles.size() == static_cast<size_t>(P * P));
     for (const Prim* c : cells) {
       const RingTile t = ring_tile(l, true, P, c->rank, c->peer, S / P);
       CHECK(c->info == (t.skipped ? std::string("skipped") : t.section));
@@ -248,4 +255,63 @@ TEST_CASE("viz trace file: the model has the file's trace and no spec") {
   CHECK(m.steps == planned.steps);
   CHECK(ownership_view(m, ViewState{}, 1000, 500).title.find("needs a run's parameters") != std::string::npos);
   CHECK(timeline_view(m, ViewState{}, 1200, 600).find("compute").size() == planned.trace.cp() * 8u);
+}
+
+namespace {
+
+// the cells (query, key) the ring view colours for each rank at a step: every "tile" rect inside the
+// "matrix" frame, read back to tokens. A polygon there fails: at these sizes every cell is drawn
+std::map<int, std::set<std::pair<index_t, index_t>>> coloured_cells(const Scene& s, index_t S) {
+  const auto frames = s.find("matrix");
+  REQUIRE(frames.size() == 1);
+  const std::vector<float>& f = frames[0]->pts;  // x0 y0 x1 y1
+  const double cell = (f[2] - f[0]) / static_cast<double>(S);
+  std::map<int, std::set<std::pair<index_t, index_t>>> out;
+  for (const Prim* p : s.find("tile")) {
+    if (p->pts[0] < f[0] - 0.5f || p->pts[0] > f[2] + 0.5f) continue;  // a tile outside the matrix (legend)
+    REQUIRE(p->kind == Prim::Kind::rect);
+    const auto k0 = std::lround((p->pts[0] - f[0]) / cell), q0 = std::lround((p->pts[1] - f[1]) / cell);
+    const auto k1 = std::lround((p->pts[2] - f[0]) / cell), q1 = std::lround((p->pts[3] - f[1]) / cell);
+    for (auto q = q0; q < q1; ++q)
+      for (auto k = k0; k < k1; ++k) out[p->rank].insert({q, k});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("viz ring: the cells coloured are exactly the visible pairs of the reference's token mask (issue 20: no false triangles)") {
+  // striped step 3 (query 0 against key 1 was half-drawn) and the packed ring (query 7, key 8)
+  std::vector<VizParams> runs;
+  for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) runs.push_back(run_params(Mode::p2p, l, 4, 32));
+  VizParams packed = run_params(Mode::p2p, Layout::zigzag, 2, 0);
+  packed.cp.cu_seqlens = {0, 12, 36, 42};
+  packed.cp.pad = true;
+  runs.push_back(packed);
+  for (const VizParams& p : runs) {
+    const RunModel m = RunModel::build(p);
+    const CpSpec& c = m.cp();
+    const index_t P = c.P(), S = c.S();
+    for (int i = 0; i < P; ++i) {
+      ViewState v;
+      v.step = step_index(m, Phase::fwd, i);
+      REQUIRE(v.step >= 0);
+      const auto drawn = coloured_cells(ring_view(m, v, 1200, 700), S);
+      for (index_t r = 0; r < P; ++r) {
+        const std::vector<index_t> q = c.partition().indices(r), k = c.partition().indices(ring_fwd_kv_block(P, r, i));
+        std::vector<index_t> ks = k;
+        std::sort(ks.begin(), ks.end());
+        const Mask mask = token_mask(c.packing(), q, ks, true);
+        std::set<std::pair<index_t, index_t>> visible;
+        for (size_t a = 0; a < q.size(); ++a) {
+          const KeyRange kr = mask.keys(static_cast<std::int64_t>(a), static_cast<std::int64_t>(ks.size()));
+          for (auto b = kr.lo; b < kr.hi; ++b) visible.insert({q[a], ks[static_cast<size_t>(b)]});
+        }
+        const auto it = drawn.find(static_cast<int>(r));
+        const std::set<std::pair<index_t, index_t>> got = it == drawn.end() ? std::set<std::pair<index_t, index_t>>{} : it->second;
+        INFO("layout " << to_string(c.layout()) << (c.thd() ? " packed" : "") << ", step " << i << ", rank " << r);
+        CHECK(got == visible);
+      }
+    }
+  }
 }

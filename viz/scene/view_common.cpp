@@ -1,4 +1,5 @@
 // view_common.cpp: the matrix frame and block drawing shared by the ring and masks views.
+#include <array>
 #include <algorithm>
 #include <cmath>
 
@@ -37,6 +38,23 @@ std::vector<double> clip_causal(double x0, double y0, double x1, double y1, doub
   return out;
 }
 
+// the visible cells of the block of rows [q0, q1) x keys [k0, k1) (whole tokens) under k <= q + off,
+// as rectangles {k0, q, right, q + 1} of the rows the diagonal cuts and one {k0, q, k1, q1} of the
+// rows it does not: exactly the cells the mask rule shows (a cell just above the diagonal has no
+// visible pair and gets nothing, not half a triangle). Empty when more than kMaxStairs rows are cut
+// (then a cell is a pixel or less and the caller draws the clipped polygon).
+constexpr double kMaxStairs = 512;
+std::vector<std::array<double, 4>> staircase(double k0, double q0, double k1, double q1, double off, bool& exact) {
+  std::vector<std::array<double, 4>> out;
+  const double first = std::max(q0, k0 - off);      // rows before it see no key of the block
+  const double full = std::min(q1, std::max(first, k1 - off - 1));  // rows from it on see all of [k0, k1)
+  exact = full - first <= kMaxStairs;
+  if (!exact) return out;
+  for (double q = first; q < full; ++q) out.push_back({k0, q, q + off + 1, q + 1});
+  if (full < q1) out.push_back({k0, full, k1, q1});
+  return out;
+}
+
 void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, double q1, bool causal, Rgba fill,
           const std::string& tag, int rank, const std::string& info) {
   if (k1 <= k0 || q1 <= q0) return;
@@ -44,13 +62,20 @@ void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, doubl
   auto Y = [&](double q) { return f.y + static_cast<float>(q * f.side / static_cast<double>(f.seq)); };
   if (!causal || k1 <= q0 + 1) {  // entirely visible
     s.rect(X(k0), Y(q0), X(k1), Y(q1), fill, kNone, tag, rank);
-  } else {
-    const std::vector<double> p = clip_causal(k0, q0, k1, q1);
-    if (p.size() < 6) return;
-    std::vector<float> xy;
-    for (size_t i = 0; i < p.size(); i += 2) xy.insert(xy.end(), {X(p[i]), Y(p[i + 1])});
-    s.poly(std::move(xy), fill, tag, rank);
+    s.prims.back().info = info;
+    return;
   }
+  bool exact = false;
+  for (const auto& r : staircase(k0, q0, k1, q1, 0, exact)) {
+    s.rect(X(r[0]), Y(r[1]), X(r[2]), Y(r[3]), fill, kNone, tag, rank);
+    s.prims.back().info = info;
+  }
+  if (exact) return;
+  const std::vector<double> p = clip_causal(k0, q0, k1, q1);
+  if (p.size() < 6) return;
+  std::vector<float> xy;
+  for (size_t i = 0; i < p.size(); i += 2) xy.insert(xy.end(), {X(p[i]), Y(p[i + 1])});
+  s.poly(std::move(xy), fill, tag, rank);
   s.prims.back().info = info;
 }
 
@@ -70,9 +95,16 @@ void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq
     return;
   }
   const double off = mask == "causal" ? 0.0 : std::stod(mask.substr(7));
+  const double sx = (x1 - x0) / static_cast<double>(nk), sy = (y1 - y0) / static_cast<double>(nq);
+  bool exact = false;  // the visible cells themselves (staircase above), while there are few enough
+  for (const auto& r : staircase(0, 0, static_cast<double>(nk), static_cast<double>(nq), off, exact)) {
+    s.rect(x0 + static_cast<float>(r[0] * sx), y0 + static_cast<float>(r[1] * sy), x0 + static_cast<float>(r[2] * sx),
+           y0 + static_cast<float>(r[3] * sy), fill, kNone, tag, rank);
+    s.prims.back().info = info;
+  }
+  if (exact) return;
   const std::vector<double> p = clip_causal(0, 0, static_cast<double>(nk), static_cast<double>(nq), off);
   if (p.size() < 6) return;
-  const double sx = (x1 - x0) / static_cast<double>(nk), sy = (y1 - y0) / static_cast<double>(nq);
   std::vector<float> xy;
   for (size_t i = 0; i < p.size(); i += 2)
     xy.insert(xy.end(), {x0 + static_cast<float>(p[i] * sx), y0 + static_cast<float>(p[i + 1] * sy)});

@@ -5,8 +5,8 @@
 // block (r, j) is what rank r computes against rank j's KV, exactly the tile the trace records
 // (its local rows and keys and its mask kind). Right: one cell per tile of the forward trace, rows
 // = ranks, columns = the KV block's rank (ring) or the tile's order (other modes), drawn by shape:
-// triangle = diagonal (causal), full square, half rows (only some queries), half columns (only some
-// keys), outline = skipped; FLOPs per rank beside each row.
+// staircase = diagonal (causal: exactly its visible cells), full square, half rows (only some
+// queries), half columns (only some keys), outline = skipped; FLOPs per rank beside each row.
 #include <algorithm>
 
 #include "views.h"
@@ -96,9 +96,10 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const float cy0 = y + pad + (cell - 2 * pad) * static_cast<float>(q0) / static_cast<float>(n);
       const float cy1 = y + pad + (cell - 2 * pad) * static_cast<float>(q0 + nq) / static_cast<float>(n);
       if (cell > 6) s.rect(x + pad, y + pad, x + cell - pad, y + cell - pad, Rgba{40, 40, 46, 255}, kNone, "cell", r);
+      const size_t first = s.prims.size();
       draw_tile_mask(s, cx0, cy0, std::max(cx1, cx0 + 1), std::max(cy1, cy0 + 1), std::max<index_t>(nq, 1), std::max<index_t>(nk, 1),
                      e->mask, rank_color(r, P), "kind_tile", r, e->section);
-      s.prims.back().peer = e->peer;
+      for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;  // every part of the shape
       if (v.mx >= x && v.mx < x + cell && v.my >= y && v.my < y + cell)
         s.hover = "rank " + std::to_string(r) + (ring ? " x KV of rank " + std::to_string(e->peer) : "") + ": " + e->section +
                   ", mask " + e->mask + ", " + std::to_string(nq) + " x " + std::to_string(nk) + ", " +
@@ -110,7 +111,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   const auto [mn, mx] = std::minmax_element(flops.begin(), flops.end());
   s.notes.push_back("forward FLOPs per rank (bars at right): max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
-  s.notes.push_back("shapes: triangle = causal diagonal tile, square = full tile, half height = half the queries, "
+  s.notes.push_back("shapes: staircase = causal diagonal tile (its visible cells), square = full tile, half height = half the queries, "
                     "half width = half the keys, outline = skipped (all masked)");
   return s;
 }
