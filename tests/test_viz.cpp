@@ -261,13 +261,14 @@ namespace {
 
 // the cells (query, key) the ring view colours for each rank at a step: every "tile" rect inside the
 // "matrix" frame, read back to tokens. A polygon there fails: at these sizes every cell is drawn
-std::map<int, std::set<std::pair<index_t, index_t>>> coloured_cells(const Scene& s, index_t S) {
+std::map<int, std::set<std::pair<index_t, index_t>>> coloured_cells(const Scene& s, index_t S, const char* tag = "tile",
+                                                                      size_t frame = 0) {
   const auto frames = s.find("matrix");
-  REQUIRE(frames.size() == 1);
-  const std::vector<float>& f = frames[0]->pts;  // x0 y0 x1 y1
+  REQUIRE(frames.size() > frame);
+  const std::vector<float>& f = frames[frame]->pts;  // x0 y0 x1 y1
   const double cell = (f[2] - f[0]) / static_cast<double>(S);
   std::map<int, std::set<std::pair<index_t, index_t>>> out;
-  for (const Prim* p : s.find("tile")) {
+  for (const Prim* p : s.find(tag)) {
     if (p->pts[0] < f[0] - 0.5f || p->pts[0] > f[2] + 0.5f) continue;  // a tile outside the matrix (legend)
     REQUIRE(p->kind == Prim::Kind::rect);
     const auto k0 = std::lround((p->pts[0] - f[0]) / cell), q0 = std::lround((p->pts[1] - f[1]) / cell);
@@ -314,4 +315,33 @@ TEST_CASE("viz ring: the cells coloured are exactly the visible pairs of the ref
       }
     }
   }
+}
+
+TEST_CASE("viz masks, packed: the rank-order panel colours exactly the visible pairs of the token mask (issue 20: no full squares)") {
+  VizParams p = run_params(Mode::p2p, Layout::zigzag, 2, 0);
+  p.cp.cu_seqlens = {0, 12, 36, 42};
+  p.cp.pad = true;
+  const RunModel m = RunModel::build(p);
+  const CpSpec& c = m.cp();
+  const index_t P = c.P(), S = c.S(), n = c.partition().local_len();
+  const Scene sc = masks_view(m, ViewState{}, 1200, 680);
+  const auto drawn = coloured_cells(sc, S, "ordered_tile", 1);  // frame 1: the rank-order panel
+  for (index_t r = 0; r < P; ++r) {
+    std::set<std::pair<index_t, index_t>> visible;
+    const std::vector<index_t> q = c.partition().indices(r);
+    for (index_t j = 0; j < P; ++j) {
+      const std::vector<index_t> k = c.partition().indices(j);
+      REQUIRE(std::is_sorted(k.begin(), k.end()));
+      const Mask mask = token_mask(c.packing(), q, k, true);
+      for (index_t a = 0; a < static_cast<index_t>(q.size()); ++a) {
+        const KeyRange kr = mask.keys(a, static_cast<std::int64_t>(k.size()));
+        for (auto b = kr.lo; b < kr.hi; ++b) visible.insert({r * n + a, j * n + b});
+      }
+    }
+    const auto it = drawn.find(static_cast<int>(r));
+    INFO("rank " << r);
+    REQUIRE(it != drawn.end());
+    CHECK(it->second == visible);
+  }
+  for (const Prim* t : sc.find("ordered_tile")) CHECK(t->stroke.a == 0);  // no "whole, marked" fallback drawn
 }

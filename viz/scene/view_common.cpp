@@ -82,8 +82,27 @@ void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, doubl
 }  // namespace
 
 void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq, index_t nk, const std::string& mask,
-                    Rgba fill, const std::string& tag, int rank, const std::string& info) {
-  if (mask == "skipped") {  // a cross in an outline (the outline is the tile's primitive, drawn last)
+                    Rgba fill, const std::string& tag, int rank, const std::string& info, const Mask* ranges) {
+  if (mask == "ranges" && ranges != nullptr && nq > 0 && nk > 0 && static_cast<double>(nq) <= kMaxStairs) {
+    // each row's visible run, consecutive rows with the same run merged into one rect
+    const double sx = (x1 - x0) / static_cast<double>(nk), sy = (y1 - y0) / static_cast<double>(nq);
+    bool any = false;
+    for (index_t a = 0; a < nq;) {
+      const KeyRange kr = ranges->keys(a, nk);
+      index_t b = a + 1;
+      while (b < nq && ranges->keys(b, nk).lo == kr.lo && ranges->keys(b, nk).hi == kr.hi) ++b;
+      if (kr.hi > kr.lo) {
+        s.rect(x0 + static_cast<float>(static_cast<double>(kr.lo) * sx), y0 + static_cast<float>(static_cast<double>(a) * sy),
+               x0 + static_cast<float>(static_cast<double>(kr.hi) * sx), y0 + static_cast<float>(static_cast<double>(b) * sy), fill,
+               kNone, tag, rank);
+        s.prims.back().info = info;
+        any = true;
+      }
+      a = b;
+    }
+    if (any) return;
+  }
+  if (mask == "skipped" || (mask == "ranges" && ranges != nullptr && static_cast<double>(nq) <= kMaxStairs)) {  // a cross in an outline (the outline is the tile's primitive, drawn last)
     s.line(x0, y0, x1, y1, with_alpha(fill, 90));
     s.rect(x0, y0, x1, y1, kNone, with_alpha(fill, 140), tag, rank);
     s.prims.back().info = info;

@@ -8,7 +8,9 @@
 // staircase = diagonal (causal: exactly its visible cells), full square, half rows (only some
 // queries), half columns (only some keys), outline = skipped; FLOPs per rank beside each row.
 #include <algorithm>
+#include <optional>
 
+#include "layout/thd.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -54,6 +56,17 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     by_rank[static_cast<size_t>(e.rank)].push_back(&e);
     flops[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
   }
+  // a packed tile's mask ("ranges"): the reference's own token_mask of its query and key tokens
+  auto tile_mask = [&](const Event& e) -> std::optional<Mask> {
+    if (e.mask != "ranges" || pk == nullptr) return std::nullopt;
+    std::vector<index_t> q, k;
+    for (const Span& sp : e.rows)
+      for (index_t i = 0; i < sp.count; ++i) q.push_back(sp.begin + i * sp.stride);
+    for (const Span& sp : e.cols)
+      for (index_t i = 0; i < sp.count; ++i) k.push_back(sp.begin + i * sp.stride);
+    if (!std::is_sorted(k.begin(), k.end())) return std::nullopt;  // columns drawn in key order only
+    return token_mask(*pk, q, k, spec.causal());
+  };
   for (int r = 0; r < P; ++r)
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
       if (e->rows.empty() || e->cols.empty()) continue;
@@ -63,7 +76,11 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const index_t k0 = ring ? e->peer * n + part.owner(e->cols[0].begin).local : e->cols[0].begin;
       const float y0 = g.y + static_cast<float>(r * n + q0) * unit, y1 = y0 + static_cast<float>(nq) * unit;
       const float xa = x2 + static_cast<float>(k0) * unit, xb = xa + static_cast<float>(nk) * unit;
-      draw_tile_mask(s, xa, y0, xb, y1, nq, nk, e->mask, rank_color(r, P), "ordered_tile", r, e->section + ", " + e->mask);
+      const std::optional<Mask> tm = tile_mask(*e);
+      const size_t first = s.prims.size();
+      draw_tile_mask(s, xa, y0, xb, y1, nq, nk, e->mask, rank_color(r, P), "ordered_tile", r, e->section + ", " + e->mask,
+                     tm ? &*tm : nullptr);
+      for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
     }
   if (v.mx >= x2 && v.mx < x2 + side && v.my >= g.y && v.my < g.y + side) {
     const auto row = static_cast<index_t>((v.my - g.y) / unit), col = static_cast<index_t>((v.mx - x2) / unit);
@@ -97,8 +114,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const float cy1 = y + pad + (cell - 2 * pad) * static_cast<float>(q0 + nq) / static_cast<float>(n);
       if (cell > 6) s.rect(x + pad, y + pad, x + cell - pad, y + cell - pad, Rgba{40, 40, 46, 255}, kNone, "cell", r);
       const size_t first = s.prims.size();
+      const std::optional<Mask> tm = tile_mask(*e);
       draw_tile_mask(s, cx0, cy0, std::max(cx1, cx0 + 1), std::max(cy1, cy0 + 1), std::max<index_t>(nq, 1), std::max<index_t>(nk, 1),
-                     e->mask, rank_color(r, P), "kind_tile", r, e->section);
+                     e->mask, rank_color(r, P), "kind_tile", r, e->section, tm ? &*tm : nullptr);
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;  // every part of the shape
       if (v.mx >= x && v.mx < x + cell && v.my >= y && v.my < y + cell)
         s.hover = "rank " + std::to_string(r) + (ring ? " x KV of rank " + std::to_string(e->peer) : "") + ": " + e->section +
@@ -113,6 +131,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.notes.push_back("forward FLOPs per rank (bars at right): max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
   s.notes.push_back("shapes: staircase = causal diagonal tile (its visible cells), square = full tile, half height = half the queries, "
                     "half width = half the keys, outline = skipped (all masked)");
+  if (pk != nullptr)
+    s.notes.push_back("packed: every tile is drawn cell by cell from its token mask (a query sees the real keys of its own "
+                      "sequence, causally), so the blocks on the diagonal are the sequences");
   return s;
 }
 

@@ -9,6 +9,7 @@
 // What it is not: an algorithm, or ImGui code (viz/app draws the Scene).
 #pragma once
 
+#include "core/mask.h"
 #include "model.h"
 #include "scene.h"
 
@@ -45,8 +46,9 @@ void draw_block(Scene& s, const MatrixFrame& f, const Span& rows, const Span& co
 
 // draw a tile in its own coordinates: nq query rows x nk keys into the pixel box [x0, x1) x [y0, y1),
 // under the trace's mask string ("none", "causal", "causal(k)": key b visible to row a iff
-// b <= a + k; "ranges": drawn whole and marked; "skipped": an outline)
+// b <= a + k; "ranges": the visible run of every row from `ranges`, the reference's token_mask of
+// the tile (thd.h), or drawn whole with a white outline when it is not given; "skipped": an outline)
 void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq, index_t nk, const std::string& mask,
-                    Rgba fill, const std::string& tag, int rank, const std::string& info);
+                    Rgba fill, const std::string& tag, int rank, const std::string& info, const Mask* ranges = nullptr);
 
 }  // namespace cplab::viz
