@@ -345,3 +345,26 @@ TEST_CASE("viz masks, packed: the rank-order panel colours exactly the visible p
   }
   for (const Prim* t : sc.find("ordered_tile")) CHECK(t->stroke.a == 0);  // no "whole, marked" fallback drawn
 }
+
+TEST_CASE("viz ring, a2a: the output all-to-all goes from the head split back to the token split (issue 20)") {
+  VizParams p = run_params(Mode::a2a, Layout::zigzag, 4, 32);
+  p.cp.kv_heads = 4;
+  const RunModel m = RunModel::build(p);
+  auto widths = [&](int step, const char* tag) {
+    ViewState v;
+    v.step = step_index(m, Phase::fwd, step);
+    REQUIRE(v.step >= 0);
+    const Scene s = ring_view(m, v, 1200, 700);
+    std::set<long> w;
+    for (const Prim* q : s.find(tag)) w.insert(std::lround(q->pts[2] - q->pts[0]));
+    REQUIRE(!w.empty());
+    return w;
+  };
+  // a token split spans every head (one width, the panel's); a head split is a quarter of it (8 heads, 4 ranks)
+  const std::set<long> in_before = widths(0, "a2a_before"), in_after = widths(0, "a2a_after");
+  const std::set<long> out_before = widths(2, "a2a_before"), out_after = widths(2, "a2a_after");
+  REQUIRE(in_before.size() == 1);
+  CHECK(static_cast<double>(*in_after.rbegin() * 4) == doctest::Approx(static_cast<double>(*in_before.begin())).epsilon(0.03));  // input: tokens -> heads
+  CHECK(out_after == in_before);                                                // output: heads -> tokens
+  CHECK(out_before == in_after);
+}

@@ -28,22 +28,31 @@ std::pair<int, int> heads_of(const std::string& section) {
 }
 
 // the transpose of an all-to-all: (token bins x heads) coloured by holder, before and after
+// (output: the all-to-all after the compute step, from the head split back to the sequence split)
 void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*>& after_tiles, float x, float y,
-                     float w, float h) {
+                     float w, float h, bool output) {
   const CpSpec& spec = m.cp();
   const Partition& part = spec.partition();
   const int P = static_cast<int>(spec.P());
   const int heads = static_cast<int>(spec.h());
   const int bins = std::max(1, std::min<int>(static_cast<int>(part.seq()), static_cast<int>(h - 30)));
   const float gw = (w - 30) / 2, cw = gw / static_cast<float>(heads), ch = (h - 30) / static_cast<float>(bins);
-  s.text(x, y, "before: rank of each (token, head)", kText);
-  s.text(x + gw + 30, y, "after: rank of each (token, head)", kText);
+  // the sequence split (the layout) and the head split (the compute tiles): input a2a left to right,
+  // output a2a right to left
+  const float xs = output ? x + gw + 30 : x, xh = output ? x : x + gw + 30;
+  const char* tag_s = output ? "a2a_after" : "a2a_before";
+  const char* tag_h = output ? "a2a_before" : "a2a_after";
+  s.text(x, y, output ? "before: heads split" : "before: tokens split", kText);
+  s.text(x + gw + 30, y, output ? "after: tokens split again" : "after: heads split", kText);
+  s.notes.push_back(std::string("all-to-all: colour = the rank holding each (token, head), tokens down, heads across; ") +
+                    (output ? "the output all-to-all returns O from the head split to the token split"
+                            : "the input all-to-all moves Q, K, V from the token split to the head split"));
   for (int b = 0; b < bins; ++b) {
     const index_t g = static_cast<index_t>(b) * part.seq() / bins;
     const int r = static_cast<int>(part.owner(g).rank);
-    s.rect(x, y + 20 + static_cast<float>(b) * ch, x + gw, y + 20 + static_cast<float>(b + 1) * ch, rank_color(r, P), kNone, "a2a_before", r);
+    s.rect(xs, y + 20 + static_cast<float>(b) * ch, xs + gw, y + 20 + static_cast<float>(b + 1) * ch, rank_color(r, P), kNone, tag_s, r);
   }
-  // after: from the compute tiles, rows (tokens) x the head group the rank holds
+  // the head split: from the compute tiles, rows (tokens) x the head group the rank holds
   for (const Event* e : after_tiles) {
     auto [h0, h1] = heads_of(e->section);
     if (h0 < 0 && spec.mode() == Mode::a2a_p2p) {  // ring a of hierarchical CP holds head group a
@@ -61,8 +70,8 @@ void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*
           y + 20 + static_cast<float>(static_cast<double>(sp.begin) / static_cast<double>(part.seq()) * (h - 30));
       const float y1 = y + 20 + static_cast<float>(static_cast<double>(sp.begin + (sp.count - 1) * sp.stride + 1) /
                                                    static_cast<double>(part.seq()) * (h - 30));
-      s.rect(x + gw + 30 + static_cast<float>(h0) * cw, y0, x + gw + 30 + static_cast<float>(h1 + 1) * cw, std::max(y1, y0 + 1),
-             rank_color(e->rank, P), kNone, "a2a_after", e->rank);
+      s.rect(xh + static_cast<float>(h0) * cw, y0, xh + static_cast<float>(h1 + 1) * cw, std::max(y1, y0 + 1),
+             rank_color(e->rank, P), kNone, tag_h, e->rank);
     }
   }
   s.text(x + gw + 2, y + 20 + (h - 30) / 2, "->", kWhite);
@@ -141,15 +150,20 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     }
   }
   if (a2a_step && !m.from_file()) {
-    // the all-to-all's transpose; "after" = the tiles of the neighbouring compute step
+    // the all-to-all's transpose; the head split = the tiles of the phase's compute step. A step
+    // after that compute step is the output all-to-all (heads split -> tokens split)
     std::vector<const Event*> after;
+    int compute_step = -1;
     for (const auto& st : m.steps) {
       if (st.first != phase) continue;
       for (const Event& e : m.trace.events())
         if (e.phase == st.first && e.step == st.second && e.kind == EventKind::tile) after.push_back(&e);
-      if (!after.empty()) break;
+      if (!after.empty()) {
+        compute_step = st.second;
+        break;
+      }
     }
-    transpose_panel(s, m, after, f.x, f.y, side, side);
+    transpose_panel(s, m, after, f.x, f.y, side, side, compute_step >= 0 && step > compute_step);
   }
 
   // top right: ranks on a circle and the step's messages
