@@ -30,6 +30,14 @@ index_t span_count(const std::vector<Span>& spans) {
   return c;
 }
 
+std::vector<index_t> positions(const std::vector<Span>& spans) {
+  std::vector<index_t> out;
+  out.reserve(static_cast<std::size_t>(span_count(spans)));
+  for (const Span& sp : spans)
+    for (index_t i = 0; i < sp.count; ++i) out.push_back(sp.begin + i * sp.stride);
+  return out;
+}
+
 std::string to_string(const std::vector<Span>& spans) {
   std::string s;
   for (const Span& sp : spans) {

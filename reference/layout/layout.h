@@ -36,6 +36,8 @@ struct Span {
 std::vector<Span> to_spans(const std::vector<index_t>& positions);
 // how many positions the spans hold
 index_t span_count(const std::vector<Span>& spans);
+// the positions the spans hold, in order (the inverse of to_spans)
+std::vector<index_t> positions(const std::vector<Span>& spans);
 // "0..7 24..31" (runs of stride 1) or "1..29 step 4": how tutorials and messages print them
 std::string to_string(const std::vector<Span>& spans);
 

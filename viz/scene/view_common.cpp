@@ -1,5 +1,4 @@
 // view_common.cpp: the matrix frame and block drawing shared by the ring and masks views.
-#include <array>
 #include <algorithm>
 #include <cmath>
 
@@ -38,21 +37,31 @@ std::vector<double> clip_causal(double x0, double y0, double x1, double y1, doub
   return out;
 }
 
-// the visible cells of the block of rows [q0, q1) x keys [k0, k1) (whole tokens) under k <= q + off,
-// as rectangles {k0, q, right, q + 1} of the rows the diagonal cuts and one {k0, q, k1, q1} of the
-// rows it does not: exactly the cells the mask rule shows (a cell just above the diagonal has no
-// visible pair and gets nothing, not half a triangle). Empty when more than kMaxStairs rows are cut
-// (then a cell is a pixel or less and the caller draws the clipped polygon).
-constexpr double kMaxStairs = 512;
-std::vector<std::array<double, 4>> staircase(double k0, double q0, double k1, double q1, double off, bool& exact) {
-  std::vector<std::array<double, 4>> out;
-  const double first = std::max(q0, k0 - off);      // rows before it see no key of the block
-  const double full = std::min(q1, std::max(first, k1 - off - 1));  // rows from it on see all of [k0, k1)
-  exact = full - first <= kMaxStairs;
-  if (!exact) return out;
-  for (double q = first; q < full; ++q) out.push_back({k0, q, q + off + 1, q + 1});
-  if (full < q1) out.push_back({k0, full, k1, q1});
-  return out;
+// the visible cells of an nq x nk tile whose cell (a, b) is the pixel box [x0 + b sx, x0 + (b+1) sx)
+// x [y0 + a sy, y0 + (a+1) sy), as the reference's mask rule gives them (Mask::keys: each row's one
+// visible run), consecutive rows with the same run merged into one rect. So a cell with no visible
+// pair gets nothing (no half triangle above the diagonal). Draws nothing and returns false when the
+// tile has more than kMaxRows rows (a cell is then a pixel or less: the caller draws an outline of
+// the region instead); true when it drew (even if no cell is visible).
+constexpr index_t kMaxRows = 512;
+bool draw_mask_rows(Scene& s, double x0, double y0, double sx, double sy, index_t nq, index_t nk, const Mask& m, Rgba fill,
+                    const std::string& tag, int rank, const std::string& info, bool& any) {
+  any = false;
+  if (nq > kMaxRows) return false;
+  for (index_t a = 0; a < nq;) {
+    const KeyRange kr = m.keys(a, nk);
+    index_t b = a + 1;
+    while (b < nq && m.keys(b, nk).lo == kr.lo && m.keys(b, nk).hi == kr.hi) ++b;
+    if (kr.hi > kr.lo) {
+      s.rect(static_cast<float>(x0 + static_cast<double>(kr.lo) * sx), static_cast<float>(y0 + static_cast<double>(a) * sy),
+             static_cast<float>(x0 + static_cast<double>(kr.hi) * sx), static_cast<float>(y0 + static_cast<double>(b) * sy), fill,
+             kNone, tag, rank);
+      s.prims.back().info = info;
+      any = true;
+    }
+    a = b;
+  }
+  return true;
 }
 
 void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, double q1, bool causal, Rgba fill,
@@ -65,12 +74,12 @@ void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, doubl
     s.prims.back().info = info;
     return;
   }
-  bool exact = false;
-  for (const auto& r : staircase(k0, q0, k1, q1, 0, exact)) {
-    s.rect(X(r[0]), Y(r[1]), X(r[2]), Y(r[3]), fill, kNone, tag, rank);
-    s.prims.back().info = info;
-  }
-  if (exact) return;
+  // causal: key k visible to query q iff k <= q, i.e. local key b to local row a iff b <= a + (q0 - k0)
+  bool any = false;
+  const double cell = f.side / static_cast<double>(f.seq);
+  if (draw_mask_rows(s, X(k0), Y(q0), cell, cell, static_cast<index_t>(q1 - q0), static_cast<index_t>(k1 - k0),
+                     Mask::causal(static_cast<std::int64_t>(q0 - k0)), fill, tag, rank, info, any))
+    return;
   const std::vector<double> p = clip_causal(k0, q0, k1, q1);
   if (p.size() < 6) return;
   std::vector<float> xy;
@@ -83,26 +92,14 @@ void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, doubl
 
 void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq, index_t nk, const std::string& mask,
                     Rgba fill, const std::string& tag, int rank, const std::string& info, const Mask* ranges) {
-  if (mask == "ranges" && ranges != nullptr && nq > 0 && nk > 0 && static_cast<double>(nq) <= kMaxStairs) {
-    // each row's visible run, consecutive rows with the same run merged into one rect
-    const double sx = (x1 - x0) / static_cast<double>(nk), sy = (y1 - y0) / static_cast<double>(nq);
-    bool any = false;
-    for (index_t a = 0; a < nq;) {
-      const KeyRange kr = ranges->keys(a, nk);
-      index_t b = a + 1;
-      while (b < nq && ranges->keys(b, nk).lo == kr.lo && ranges->keys(b, nk).hi == kr.hi) ++b;
-      if (kr.hi > kr.lo) {
-        s.rect(x0 + static_cast<float>(static_cast<double>(kr.lo) * sx), y0 + static_cast<float>(static_cast<double>(a) * sy),
-               x0 + static_cast<float>(static_cast<double>(kr.hi) * sx), y0 + static_cast<float>(static_cast<double>(b) * sy), fill,
-               kNone, tag, rank);
-        s.prims.back().info = info;
-        any = true;
-      }
-      a = b;
-    }
-    if (any) return;
-  }
-  if (mask == "skipped" || (mask == "ranges" && ranges != nullptr && static_cast<double>(nq) <= kMaxStairs)) {  // a cross in an outline (the outline is the tile's primitive, drawn last)
+  const double sx = nk > 0 ? (x1 - x0) / static_cast<double>(nk) : 0, sy = nq > 0 ? (y1 - y0) / static_cast<double>(nq) : 0;
+  bool any = false;
+  if (mask == "ranges" && ranges != nullptr && nq > 0 && nk > 0 &&
+      draw_mask_rows(s, x0, y0, sx, sy, nq, nk, *ranges, fill, tag, rank, info, any) && any)
+    return;
+  if (mask == "skipped" || (mask == "ranges" && ranges != nullptr && nq <= kMaxRows)) {
+    // a cross in an outline (the outline is the tile's primitive, drawn last); a packed tile that
+    // sees no pair is drawn like a skipped one
     s.line(x0, y0, x1, y1, with_alpha(fill, 90));
     s.rect(x0, y0, x1, y1, kNone, with_alpha(fill, 140), tag, rank);
     s.prims.back().info = info;
@@ -114,14 +111,7 @@ void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq
     return;
   }
   const double off = mask == "causal" ? 0.0 : std::stod(mask.substr(7));
-  const double sx = (x1 - x0) / static_cast<double>(nk), sy = (y1 - y0) / static_cast<double>(nq);
-  bool exact = false;  // the visible cells themselves (staircase above), while there are few enough
-  for (const auto& r : staircase(0, 0, static_cast<double>(nk), static_cast<double>(nq), off, exact)) {
-    s.rect(x0 + static_cast<float>(r[0] * sx), y0 + static_cast<float>(r[1] * sy), x0 + static_cast<float>(r[2] * sx),
-           y0 + static_cast<float>(r[3] * sy), fill, kNone, tag, rank);
-    s.prims.back().info = info;
-  }
-  if (exact) return;
+  if (draw_mask_rows(s, x0, y0, sx, sy, nq, nk, Mask::causal(static_cast<std::int64_t>(off)), fill, tag, rank, info, any)) return;
   const std::vector<double> p = clip_causal(0, 0, static_cast<double>(nk), static_cast<double>(nq), off);
   if (p.size() < 6) return;
   std::vector<float> xy;

@@ -59,11 +59,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   // a packed tile's mask ("ranges"): the reference's own token_mask of its query and key tokens
   auto tile_mask = [&](const Event& e) -> std::optional<Mask> {
     if (e.mask != "ranges" || pk == nullptr) return std::nullopt;
-    std::vector<index_t> q, k;
-    for (const Span& sp : e.rows)
-      for (index_t i = 0; i < sp.count; ++i) q.push_back(sp.begin + i * sp.stride);
-    for (const Span& sp : e.cols)
-      for (index_t i = 0; i < sp.count; ++i) k.push_back(sp.begin + i * sp.stride);
+    const std::vector<index_t> q = positions(e.rows), k = positions(e.cols);
     if (!std::is_sorted(k.begin(), k.end())) return std::nullopt;  // columns drawn in key order only
     return token_mask(*pk, q, k, spec.causal());
   };
