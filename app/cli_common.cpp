@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -23,25 +22,23 @@ namespace {
 CLI::Validator strict(const std::string& type) {
   return CLI::Validator(
       [type](std::string& text) -> std::string {
-        const std::string shown = "'" + (text.size() <= 40 ? text : text.substr(0, 37) + "...") + "'";
         if (type == "FLOAT") {
-          try {
+          try {  // core/checked.h's parse: a finite number (inf and nan refused)
             char b[64];
             std::snprintf(b, sizeof b, "%.17g", parse_real(text, "value"));
             text = b;
             return {};
-          } catch (const Error&) {
-            return shown + " is not a finite number";
+          } catch (const Error& e) {
+            return e.what();
           }
         }
-        std::int64_t v = 0;
-        const char* end = text.data() + text.size();
-        const auto [p, ec] = std::from_chars(text.data(), end, v);
-        if (ec == std::errc::result_out_of_range) return shown + " is out of the range of a 64-bit integer";
-        if (text.empty() || ec != std::errc() || p != end) return shown + " is not a whole number";
-        if (type == "UINT" && v < 0) return shown + " must be >= 0";
-        text = std::to_string(v);
-        return {};
+        try {  // core/checked.h's parse: whole decimal, no clamping (UINT: >= 0)
+          const std::int64_t lo = type == "UINT" ? 0 : std::numeric_limits<std::int64_t>::min();
+          text = std::to_string(parse_int(text, "value", lo, kInt64Max));
+          return {};
+        } catch (const Error& e) {
+          return e.what();
+        }
       },
       "");  // no description: the help keeps its INT / FLOAT
 }

@@ -18,6 +18,8 @@ namespace {
 std::string str(std::string_view s) { return std::string(s); }
 
 std::string range_text(std::int64_t lo, std::int64_t hi) {
+  if (hi == kInt64Max && lo == std::numeric_limits<std::int64_t>::min()) return "the 64-bit range";
+  if (hi == kInt64Max) return "[" + std::to_string(lo) + ", 2^63 - 1]";
   return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
 
