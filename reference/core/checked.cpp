@@ -43,13 +43,6 @@ std::int64_t mul_checked(std::int64_t a, std::int64_t b, std::string_view what) 
   return r;
 }
 
-std::int64_t add_checked(std::int64_t a, std::int64_t b, std::string_view what) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    throw Error(str(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows 64-bit integers");
-  return r;
-}
-
 std::int64_t parse_int(std::string_view text, std::string_view what, std::int64_t lo, std::int64_t hi) {
   std::string_view t = text;
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);  // "+4" is 4; "+-4", " 4" are not numbers

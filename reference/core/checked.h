@@ -3,8 +3,8 @@
 // is clamped or is silently truncated before a rule can refuse it.
 //
 // What it is:
-//   mul_checked / add_checked   64-bit products and sums that throw cplab::Error naming what
-//                               overflowed instead of wrapping (signed overflow is UB in C++)
+//   mul_checked                 64-bit products that throw cplab::Error naming what overflowed
+//                               instead of wrapping (signed overflow is UB in C++)
 //   parse_int                   a whole decimal integer in [lo, hi] (no sign games, no fraction, no
 //                               trailing text, no clamping of 99999999999999999999999)
 //   parse_real                  a finite decimal number in [lo, hi] (inf and NaN refused)
@@ -28,9 +28,8 @@ namespace cplab {
 
 inline constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-// a * b and a + b, or cplab::Error("<what>: <a> x <b> overflows 64-bit integers")
+// a * b, or cplab::Error("<what>: <a> x <b> overflows 64-bit integers")
 std::int64_t mul_checked(std::int64_t a, std::int64_t b, std::string_view what);
-std::int64_t add_checked(std::int64_t a, std::int64_t b, std::string_view what);
 
 // text as a whole decimal integer in [lo, hi], or cplab::Error("<what> <text> is not an integer in [lo, hi]")
 std::int64_t parse_int(std::string_view text, std::string_view what, std::int64_t lo = 0,
