@@ -55,8 +55,8 @@ namespace {
 
 Scene build(const AppState& a, const ViewState& vs, float W, float H) {
   const std::string& v = view_names()[static_cast<size_t>(a.view)];
-  if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : Scene{W, H, "no schedule: " + a.sched_error, {}, {}, {}};
-  if (!a.run_ok) return Scene{W, H, "no run: " + a.run_error, {}, {}, {}};
+  if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : Scene{W, H, "no schedule: " + a.sched_error, {}, {}, {}, {}, {}, {}, {}};
+  if (!a.run_ok) return Scene{W, H, "no run: " + a.run_error, {}, {}, {}, {}, {}, {}, {}};
   if (v == "ownership") return ownership_view(a.run, vs, W, H);
   if (v == "ring") return ring_view(a.run, vs, W, H);
   if (v == "masks") return masks_view(a.run, vs, W, H);
@@ -117,6 +117,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   for (const std::string& n : s.notes) ImGui::TextWrapped("%s", n.c_str());
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
   ImGui::End();
+  app.last = s;
 }
 
 }  // namespace cplab::viz

@@ -3,6 +3,7 @@
 //
 //   cplab-viz [run and batch options]                                  the app (needs a display)
 //   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG, then exit
+//             [--scene-json FILE.json]                                 and what it drew, as data
 //   cplab-viz --bench-frames N --view V [...]                           mean CPU time to build a frame
 // The options, their rules and the models they build are viz/cli/viz_cli.h's; every exception ends
 // as "cplab-viz: error: <rule>" and exit 2 (app/cli_common.h).
@@ -11,8 +12,11 @@
 
 #include "app.h"
 #include "cli_common.h"
+#include "core/error.h"
 #include "core/omp_policy.h"
+#include "core/output_file.h"
 #include "gl_output.h"
+#include "scene_json.h"
 #include "viz_cli.h"
 
 using namespace cplab;
@@ -42,6 +46,16 @@ int main(int argc, char** argv) {
       if (!app.run_ok) app.rebuild_run();
       if (!app.sched_ok) app.rebuild_sched();
     }
-    return run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
+    if (!L.scene_json.empty()) {
+      require(!same_file(L.scene_json, L.out), "--scene-json " + L.scene_json + " is the --out file");
+      check_writable(L.scene_json, "--scene-json");
+    }
+    const int rc = run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
+    if (rc == 0 && !L.scene_json.empty()) {
+      const std::string text = scene_json(app.last, view_names()[static_cast<size_t>(L.view)]).dump(1) + "\n";
+      write_file_whole(L.scene_json, "--scene-json", [&](std::ostream& out) { out << text; });
+      std::printf("cplab-viz: wrote %s\n", L.scene_json.c_str());
+    }
+    return rc;
   });
 }

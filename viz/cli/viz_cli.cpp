@@ -44,6 +44,9 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--view", view, "ownership | ring | masks | scheduler | timeline")->capture_default_str();
   cli.add_option("--out", L.out, "PNG file (with --headless)");
   cli.add_option("--size", size, "window / image size WIDTHxHEIGHT")->capture_default_str();
+  cli.add_option("--scene-json", L.scene_json,
+                 "with --headless: also write what the view drew as data (tiles with their visible pairs, messages, "
+                 "tokens; viz/scene/scene_json.h)");
   cli.add_flag("--controls", L.controls, "with --headless: draw the controls pane too");
   cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str();
   cli.add_option("--bench-frames", L.bench, "build N frames without a display and print the mean wall time per frame");
@@ -94,8 +97,10 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   require(L.zoom0 >= 0, "--zoom-from " + std::to_string(L.zoom0) + " must be >= 0");
   require(!L.headless || !L.out.empty(), "--headless needs --out FILE.png");
   require(L.out.empty() || L.headless, "--out needs --headless");
+  require(L.scene_json.empty() || L.headless, "--scene-json needs --headless (it records the frame the PNG shows)");
   for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"--trace", &p.trace_file},
-                                   {"--dist", &p.dist}, {"--schedule-json", &p.schedule_json}, {"--out", &L.out}})
+                                   {"--dist", &p.dist}, {"--schedule-json", &p.schedule_json}, {"--out", &L.out},
+                                   {"--scene-json", &L.scene_json}})
     require(!(cli.get_option(name)->count() > 0 && text->empty()), std::string(name) + " needs a value, got an empty string");
   p.seed = static_cast<std::uint64_t>(seed);
   s.layout = parse_layout(layout);

@@ -27,6 +27,7 @@ struct VizLaunch {
   int W = 1280, H = 720;    // --size
   bool headless = false, controls = false;
   std::string out;          // --headless: the PNG
+  std::string scene_json;   // --headless: what the last frame's view drew, as JSON (scene_json.h)
   int frames = 3;           // --headless: frames before the PNG
   int bench = 0;            // --bench-frames
 };

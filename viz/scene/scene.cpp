@@ -86,6 +86,35 @@ void Scene::circle(float cx, float cy, float radius, Rgba f, Rgba s, int rank) {
   p.stroke = s;
 }
 
+int Scene::panel(std::string name, float x0, float y0, float x1, float y1) {
+  panels.push_back(PanelRec{std::move(name), x0, y0, x1, y1});
+  return static_cast<int>(panels.size()) - 1;
+}
+
+void Scene::tile_drawn(TileRec rec, size_t first_prim) {
+  tiles.push_back(std::move(rec));
+  for (size_t i = first_prim; i < prims.size(); ++i) prims[i].tile = static_cast<int>(tiles.size()) - 1;
+}
+
+double Scene::drawn_cells(int t) const {
+  const TileRec& r = tiles.at(static_cast<size_t>(t));
+  double area = 0;
+  for (const Prim& p : prims) {
+    if (p.tile != t || p.fill.a == 0) continue;
+    if (p.kind == Prim::Kind::rect) {
+      area += static_cast<double>(p.pts[2] - p.pts[0]) * static_cast<double>(p.pts[3] - p.pts[1]);
+    } else if (p.kind == Prim::Kind::poly) {  // shoelace
+      double a2 = 0;
+      for (size_t i = 0; i + 1 < p.pts.size(); i += 2) {
+        const size_t j = (i + 2) % p.pts.size();
+        a2 += static_cast<double>(p.pts[i]) * p.pts[j + 1] - static_cast<double>(p.pts[j]) * p.pts[i + 1];
+      }
+      area += std::fabs(a2) / 2;
+    }
+  }
+  return r.cell_w > 0 && r.cell_h > 0 ? area / (r.cell_w * r.cell_h) : 0;
+}
+
 std::vector<const Prim*> Scene::find(const std::string& tag) const {
   std::vector<const Prim*> out;
   for (const Prim& p : prims)

@@ -42,6 +42,42 @@ struct Prim {
   std::string tag;         // "tile", "block", "token", "arrow", "node", "bar", "sample", "item", ...
   int rank = -1, peer = -1, id = -1;
   std::string info;        // extra facts: tile section and mask, a sample's length, ...
+  int tile = -1;           // the Scene::tiles record this primitive draws a part of (-1: none)
+};
+
+// What a view drew, as data (--scene-json, tests): the facts a picture claims, beside its pixels.
+// A panel: a named box of the canvas that its tiles' primitives must stay inside.
+struct PanelRec {
+  std::string name;
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+// A tile of the trace drawn in a panel: its event's facts (global query and key positions, mask,
+// visible pairs as the reference counted them) and the size of one (query, key) cell in pixels,
+// so that the area its primitives cover, in cells, is the number of pairs the picture shows.
+struct TileRec {
+  int panel = -1;  // index into Scene::panels
+  int rank = -1, peer = -1;
+  std::string phase;  // "fwd" | "bwd"
+  int step = 0;
+  std::vector<Span> rows, cols;
+  std::string section, mask;
+  std::int64_t pairs = 0;     // the trace's count
+  double cell_w = 0, cell_h = 0;  // pixels per key and per query in this panel
+};
+// A message drawn (an arrow, a timeline bar): sender, receiver, bytes, and its time if the view
+// places it in time (t1 >= t0 >= 0; -1: not timed).
+struct MessageRec {
+  int sender = -1, receiver = -1;
+  std::string phase, op, tensor;
+  int step = 0;
+  std::int64_t bytes = 0;
+  double t0_us = -1, t1_us = -1;
+};
+// Tokens drawn as a rank's (ownership): the global positions shown in that rank's colour.
+struct TokenRec {
+  int rank = -1;
+  std::string layout;
+  std::vector<Span> spans;
 };
 
 struct Scene {
@@ -50,6 +86,11 @@ struct Scene {
   std::vector<std::string> notes;     // lines shown under the view (figures, legend)
   std::string hover;                  // what is under the mouse (empty: nothing)
   std::vector<Prim> prims;
+  // what was drawn, as data (see PanelRec, TileRec, MessageRec, TokenRec)
+  std::vector<PanelRec> panels;
+  std::vector<TileRec> tiles;
+  std::vector<MessageRec> messages;
+  std::vector<TokenRec> tokens;
 
   void rect(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke = kNone, std::string tag = {}, int rank = -1);
   void poly(std::vector<float> xy, Rgba fill, std::string tag = {}, int rank = -1);
@@ -61,6 +102,11 @@ struct Scene {
   std::vector<const Prim*> find(const std::string& tag) const;
   // a new primitive (the builders above fill in its colours)
   Prim& add(Prim::Kind kind, std::vector<float> pts, std::string tag, int rank);
+  // records: a panel (returns its index); a tile, whose primitives are those added from `first_prim` on
+  int panel(std::string name, float x0, float y0, float x1, float y1);
+  void tile_drawn(TileRec rec, size_t first_prim);
+  // the (query, key) cells the primitives of tile t cover: filled rects' and polygons' area / cell area
+  double drawn_cells(int t) const;
 };
 
 // A token axis drawn over `pixels` pixels: token g lies in pixel floor(g * pixels / seq).

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layout/thd.h"
+#include "modes/hierarchical_cp.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -14,6 +16,169 @@ const std::vector<std::string>& view_names() {
 index_t MatrixFrame::token_at(float p) const {
   if (p < 0 || p >= side) return -1;
   return std::min<index_t>(seq - 1, static_cast<index_t>(static_cast<double>(p) * static_cast<double>(seq) / side));
+}
+
+index_t AxisOrder::index(index_t g) const {
+  if (!units) return g;
+  const RankLocal o = units->owner(g);
+  return o.rank * units->local_len() + o.local;
+}
+
+AxisOrder row_order(const CpSpec& spec) {
+  if (spec.mode() == Mode::a2a) return {};
+  if (spec.mode() == Mode::a2a_p2p) return {hcp_outer_partition(spec.partition(), spec.ocp())};
+  return {spec.partition()};
+}
+
+AxisOrder col_order(const CpSpec& spec) {
+  if (spec.mode() == Mode::p2p) return {spec.partition()};
+  if (spec.mode() == Mode::a2a_p2p) return {hcp_outer_partition(spec.partition(), spec.ocp())};
+  return {};
+}
+
+int head_groups(const CpSpec& spec) { return static_cast<int>(spec.a2a_group()); }
+
+int head_group_of(const CpSpec& spec, int rank) {
+  if (spec.mode() == Mode::a2a) return rank;
+  if (spec.mode() == Mode::a2a_p2p) return static_cast<int>(rank % spec.icp());  // hcp_rank(I, p, a) = p * I + a
+  return 0;
+}
+
+std::vector<std::array<float, 3>> grid_boxes(int n, float x, float y, float w, float h, float gap) {
+  // the column count that gives the largest squares
+  int best_c = 1;
+  float best = 0;
+  for (int c = 1; c <= n; ++c) {
+    const int r = (n + c - 1) / c;
+    const float side = std::min((w - gap * static_cast<float>(c - 1)) / static_cast<float>(c),
+                                (h - gap * static_cast<float>(r - 1)) / static_cast<float>(r));
+    if (side > best) best = side, best_c = c;
+  }
+  std::vector<std::array<float, 3>> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back({x + static_cast<float>(i % best_c) * (best + gap), y + static_cast<float>(i / best_c) * (best + gap),
+                   std::max(1.0f, best)});
+  return out;
+}
+
+bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co,
+                     const Event& e, const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info) {
+  const index_t nq = span_count(e.rows), nk = span_count(e.cols);
+  if (nq * nk > kExactCells) return false;
+  if (e.mask == "skipped" || nq == 0 || nk == 0) return true;
+  const std::vector<index_t> q = positions(e.rows);
+  std::vector<index_t> k = positions(e.cols);
+  std::sort(k.begin(), k.end());
+  const Mask m = token_mask(spec.packing(), q, k, spec.causal());
+  std::vector<index_t> qi(q.size()), ki(k.size());
+  for (size_t a = 0; a < q.size(); ++a) qi[a] = ro.index(q[a]);
+  for (size_t b = 0; b < k.size(); ++b) ki[b] = co.index(k[b]);
+  // per query row: its visible keys as runs of adjacent columns [c0, c1)
+  std::vector<std::vector<std::pair<index_t, index_t>>> runs(q.size());
+  for (size_t a = 0; a < q.size(); ++a) {
+    const KeyRange kr = m.keys(static_cast<std::int64_t>(a), nk);
+    std::vector<index_t> cols(ki.begin() + kr.lo, ki.begin() + std::max(kr.lo, kr.hi));
+    std::sort(cols.begin(), cols.end());
+    for (size_t b = 0; b < cols.size();) {
+      size_t c = b + 1;
+      while (c < cols.size() && cols[c] == cols[c - 1] + 1) ++c;
+      runs[a].push_back({cols[b], cols[c - 1] + 1});
+      b = c;
+    }
+  }
+  // rows in panel order; adjacent rows with the same runs become one rectangle per run
+  std::vector<size_t> order(q.size());
+  for (size_t a = 0; a < order.size(); ++a) order[a] = a;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return qi[a] < qi[b]; });
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i + 1;
+    while (j < order.size() && qi[order[j]] == qi[order[j - 1]] + 1 && runs[order[j]] == runs[order[i]]) ++j;
+    const double ya = y0 + static_cast<double>(qi[order[i]]) * ch, yb = y0 + static_cast<double>(qi[order[j - 1]] + 1) * ch;
+    for (const auto& [c0, c1] : runs[order[i]]) {
+      s.rect(static_cast<float>(x0 + static_cast<double>(c0) * cw), static_cast<float>(ya),
+             static_cast<float>(x0 + static_cast<double>(c1) * cw), static_cast<float>(yb), fill, kNone, tag, e.rank);
+      s.prims.back().info = info;
+      s.prims.back().peer = e.peer;
+    }
+    i = j;
+  }
+  return true;
+}
+
+void draw_boundaries(Scene& s, float x, float y, float side, const AxisOrder& o, const Partition& part, const Packing* pk,
+                     bool global_chunks) {
+  const index_t S = part.seq();
+  const double px = static_cast<double>(side) / static_cast<double>(S);
+  std::vector<index_t> cuts;
+  if (o.units) {
+    for (index_t u = 1; u < o.units->cp(); ++u) cuts.push_back(u * o.unit_len());
+  } else if (global_chunks) {
+    for (index_t r = 0; r < part.cp(); ++r)
+      for (const Span& sp : part.spans(r))
+        if (sp.stride == 1) cuts.insert(cuts.end(), {sp.begin, sp.begin + sp.count});
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  auto draw = [&](index_t t, Rgba c, const char* tag) {
+    if (t <= 0 || t >= S) return;
+    const float p = static_cast<float>(static_cast<double>(t) * px);
+    s.line(x + p, y, x + p, y + side, c);
+    s.prims.back().tag = tag;
+    s.line(x, y + p, x + side, y + p, c);
+    s.prims.back().tag = tag;
+  };
+  if (static_cast<double>(cuts.size()) * 3 <= side)
+    for (index_t t : cuts) draw(t, Rgba{90, 90, 100, 160}, "chunk_boundary");
+  if (pk != nullptr && !o.units && static_cast<double>(pk->num_seqs()) * 3 <= side)
+    for (index_t t : pk->cu_seqlens_padded) draw(t, Rgba{235, 235, 240, 200}, "sequence_boundary");
+}
+
+void draw_token_ticks(Scene& s, float x, float y, float side, index_t S, const AxisOrder& o) {
+  // a step of 1, 2 or 5 x 10^k giving at most 6 ticks
+  index_t step = 1;
+  for (index_t p10 = 1; step * 6 < S; p10 *= 10)
+    for (index_t m : {1, 2, 5})
+      if (step * 6 < S) step = m * p10;
+  const double px = static_cast<double>(side) / static_cast<double>(S);
+  for (index_t t = 0; t <= S; t += step) {
+    const float p = static_cast<float>(static_cast<double>(t) * px);
+    const std::string label = std::to_string(t);
+    s.line(x + p, y - 4, x + p, y, kLight);
+    s.text(std::min(x + p, x + side - 7 * static_cast<float>(label.size())), y - 17, label, kLight, "tick");
+    s.line(x - 4, y + p, x, y + p, kLight);
+    s.text(x - 6 - 7 * static_cast<float>(label.size()), std::min(y + p - 6, y + side - 12), label, kLight, "tick");
+  }
+  (void)o;
+}
+
+void draw_rank_legend(Scene& s, float x, float y, float w, int P) {
+  if (P <= 16) {
+    const float step = std::min(60.0f, w / static_cast<float>(P));
+    for (int r = 0; r < P; ++r) {
+      const float xr = x + static_cast<float>(r) * step;
+      s.rect(xr, y + 2, xr + 10, y + 12, rank_color(r, P), kNone, "legend", r);
+      s.text(xr + 13, y, "r" + std::to_string(r), kLight, "legend_text");
+    }
+    return;
+  }
+  const float sw = std::min(w - 120, 400.0f) / static_cast<float>(P);
+  s.text(x, y, "rank 0", kLight, "legend_text");
+  for (int r = 0; r < P; ++r)
+    s.rect(x + 50 + static_cast<float>(r) * sw, y + 2, x + 50 + static_cast<float>(r + 1) * sw, y + 12, rank_color(r, P), kNone, "legend", r);
+  s.text(x + 56 + static_cast<float>(P) * sw, y, "rank " + std::to_string(P - 1), kLight, "legend_text");
+}
+
+void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim) {
+  TileRec r;
+  r.panel = panel;
+  r.rank = e.rank, r.peer = e.peer;
+  r.phase = to_string(e.phase);
+  r.step = e.step;
+  r.rows = e.rows, r.cols = e.cols;
+  r.section = e.section, r.mask = e.mask;
+  r.pairs = e.pairs;
+  r.cell_w = cw, r.cell_h = ch;
+  s.tile_drawn(std::move(r), first_prim);
 }
 
 namespace {

@@ -1,19 +1,33 @@
-// view_masks.cpp: the causal mask three ways (see views.h).
+// view_masks.cpp: the run's mask three ways (see views.h).
 //
-// Left: the global mask (queries down, keys across), each query row in its owner's colour.
-// Middle: the same mask with rows and columns in rank order (rank 0's local tokens first, ...):
-// block (r, j) is what rank r computes against rank j's KV, exactly the tile the trace records
-// (its local rows and keys and its mask kind). Right: one cell per tile of the forward trace, rows
-// = ranks, columns = the KV block's rank (ring) or the tile's order (other modes), drawn by shape:
-// staircase = diagonal (causal: exactly its visible cells), full square, half rows (only some
-// queries), half columns (only some keys), outline = skipped; FLOPs per rank beside each row.
+// Left: the global mask (queries down, keys across), each query row in its owner's colour, with
+// the layout's chunk boundaries and the packed sequences' boundaries. Middle: every forward tile of
+// the trace in "rank order": rows are each rank's local tokens one rank after another (a2a+p2p: each
+// outer ring position's; a2a: global order, as every rank holds all tokens of its heads), columns the
+// KV block's tokens in the same order (p2p, a2a+p2p) or in global order (all-gather, a2a), one square
+// per head group where heads are split (a2a, a2a+p2p) so that no two ranks' tiles overlap. Right:
+// one cell per tile, rows = ranks, columns = the KV block's rank (ring modes) or the tile's order,
+// the cell's part that the tile covers and its visible cells; FLOPs per rank beside each row.
+// Every coloured cell comes from the reference's mask rule (views.h draw_tile_cells) and every
+// tile from the trace; Scene::tiles records each with its panel, so tests compare them.
 #include <algorithm>
-#include <optional>
 
-#include "layout/thd.h"
 #include "views.h"
 
 namespace cplab::viz {
+
+namespace {
+
+// an outline where a tile lies (skipped, or too large to draw cell by cell and no mask to draw
+// it with), rows [r0, r0 + nq) x keys [c0, c0 + nk) of a panel with cw x ch cells
+void draw_tile_box(Scene& s, float x0, float y0, double cw, double ch, index_t r0, index_t nq, index_t c0, index_t nk,
+                   const Event& e, Rgba fill, const std::string& tag, const std::string& info) {
+  draw_tile_mask(s, x0 + static_cast<float>(static_cast<double>(c0) * cw), y0 + static_cast<float>(static_cast<double>(r0) * ch),
+                 x0 + static_cast<float>(static_cast<double>(c0 + nk) * cw), y0 + static_cast<float>(static_cast<double>(r0 + nq) * ch),
+                 nq, nk, e.mask, fill, tag, e.rank, info);
+}
+
+}  // namespace
 
 Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   Scene s;
@@ -25,30 +39,49 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   const CpSpec& spec = m.cp();
   const Partition& part = spec.partition();
   const int P = static_cast<int>(spec.P());
-  const index_t S = part.seq(), n = part.local_len();
-  const bool ring = spec.mode() == Mode::p2p;
+  const index_t S = part.seq();
+  const bool ring = spec.mode() == Mode::p2p || spec.mode() == Mode::a2a_p2p;
   s.title = std::string(spec.causal() ? "causal" : "full") + " mask of " + std::to_string(S) + " tokens, " +
-            to_string(spec.layout()) + " over " + std::to_string(P) + " ranks";
-  const float side = std::max(40.0f, std::min((W - 50) / 3, H - 60));
+            to_string(spec.mode()) + ", " + to_string(spec.layout()) + " over " + std::to_string(P) + " ranks";
+  const float top = 36, legend_h = 22;
+  const float side = std::max(40.0f, std::min((W - 90) / 3, H - top - legend_h - 8));
   const Packing* pk = spec.thd() ? &spec.packing() : nullptr;
+  const AxisOrder global{}, ro = row_order(spec), co = col_order(spec);
 
   // 1. global mask, rows coloured by owner
-  MatrixFrame g{10, 36, side, S};
-  s.text(g.x, 16, "global order", kText);
+  MatrixFrame g{40, top, side, S};
+  s.text(g.x, 2, "global order (queries down, keys across)", kText);
+  const int p1 = s.panel("global", g.x, g.y, g.x + side, g.y + side);
   s.rect(g.x, g.y, g.x + side, g.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
-  const RunModel::LayoutSpans* mine = nullptr;
-  for (const auto& ls : m.layouts)
-    if (ls.layout == spec.layout() && ls.why_not.empty()) mine = &ls;
-  for (int r = 0; mine != nullptr && r < P; ++r)
-    for (const Span& sp : mine->spans[static_cast<size_t>(r)])
-      draw_block(s, g, sp, Span{0, S, 1}, spec.causal(), pk, rank_color(r, P), "global_rows", r,
-                 "rows of rank " + std::to_string(r));
+  const double cell = static_cast<double>(side) / static_cast<double>(S);
+  for (int r = 0; r < P; ++r) {
+    Event rows;  // rank r's query rows against every key
+    rows.rank = r, rows.rows = part.spans(r), rows.cols = {Span{0, S, 1}}, rows.mask = "rows";
+    if (!draw_tile_cells(s, g.x, g.y, cell, cell, global, global, rows, spec, rank_color(r, P), "global_rows", "rows of rank " + std::to_string(r)))
+      for (const Span& sp : rows.rows)
+        draw_block(s, g, sp, Span{0, S, 1}, spec.causal(), pk, rank_color(r, P), "global_rows", r, "rows of rank " + std::to_string(r));
+  }
+  draw_boundaries(s, g.x, g.y, side, global, part, pk, true);
+  draw_token_ticks(s, g.x, g.y, side, S, global);
+  (void)p1;
 
-  // 2. rank order: tile (r, peer) of the forward trace at rows r*n + local rows, columns peer*n + local keys
+  // 2. rank order, one square per head group
   const float x2 = g.x + side + 15;
-  s.text(x2, 16, ring ? "rank order (rank r's local tokens at r*n)" : "rank order (rows)", kText);
-  s.rect(x2, g.y, x2 + side, g.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
-  const float unit = side / static_cast<float>(S);
+  const int G = head_groups(spec);
+  const char* what2 = spec.mode() == Mode::p2p         ? "rank order (rank r's tokens at r*n)"
+                      : spec.mode() == Mode::allgather ? "rows in rank order, keys global"
+                      : spec.mode() == Mode::a2a       ? "per head group, global order"
+                                                       : "per head group, ring-position order";
+  s.text(x2, 2, what2, kText);
+  const auto boxes = grid_boxes(G, x2, top, side, side, G > 1 ? 14.0f : 0.0f);
+  std::vector<int> group_panel(static_cast<size_t>(G));
+  for (int h = 0; h < G; ++h) {
+    const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+    group_panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "rank order, head group " + std::to_string(h) : "rank order", bx, by, bx + bs, by + bs);
+    s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
+    if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
+    draw_boundaries(s, bx, by, bs, ro, part, nullptr, false);
+  }
   std::vector<double> flops(static_cast<size_t>(P), 0);
   std::vector<std::vector<const Event*>> by_rank(static_cast<size_t>(P));
   for (const Event& e : m.trace.events()) {
@@ -56,80 +89,80 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     by_rank[static_cast<size_t>(e.rank)].push_back(&e);
     flops[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
   }
-  // a packed tile's mask ("ranges"): the reference's own token_mask of its query and key tokens
-  auto tile_mask = [&](const Event& e) -> std::optional<Mask> {
-    if (e.mask != "ranges" || pk == nullptr) return std::nullopt;
-    const std::vector<index_t> q = positions(e.rows), k = positions(e.cols);
-    if (!std::is_sorted(k.begin(), k.end())) return std::nullopt;  // columns drawn in key order only
-    return token_mask(*pk, q, k, spec.causal());
-  };
   for (int r = 0; r < P; ++r)
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
       if (e->rows.empty() || e->cols.empty()) continue;
-      const index_t nq = span_count(e->rows), nk = span_count(e->cols);
-      const index_t q0 = part.owner(e->rows[0].begin).local;
-      // ring: keys are the peer's local tokens; other modes: keys in global order
-      const index_t k0 = ring ? e->peer * n + part.owner(e->cols[0].begin).local : e->cols[0].begin;
-      const float y0 = g.y + static_cast<float>(r * n + q0) * unit, y1 = y0 + static_cast<float>(nq) * unit;
-      const float xa = x2 + static_cast<float>(k0) * unit, xb = xa + static_cast<float>(nk) * unit;
-      const std::optional<Mask> tm = tile_mask(*e);
+      const int h = head_group_of(spec, r);
+      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+      const double c2 = static_cast<double>(bs) / static_cast<double>(S);
+      const std::string info = e->section + ", " + e->mask;
       const size_t first = s.prims.size();
-      draw_tile_mask(s, xa, y0, xb, y1, nq, nk, e->mask, rank_color(r, P), "ordered_tile", r, e->section + ", " + e->mask,
-                     tm ? &*tm : nullptr);
+      if (!draw_tile_cells(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info) || e->mask == "skipped")
+        draw_tile_box(s, bx, by, c2, c2, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
+                      span_count(e->cols), *e, rank_color(r, P), "ordered_tile", info);
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
+      record_tile(s, *e, group_panel[static_cast<size_t>(h)], c2, c2, first);
     }
-  if (v.mx >= x2 && v.mx < x2 + side && v.my >= g.y && v.my < g.y + side) {
-    const auto row = static_cast<index_t>((v.my - g.y) / unit), col = static_cast<index_t>((v.mx - x2) / unit);
-    s.hover = "rank " + std::to_string(row / n) + ", local query " + std::to_string(row % n) + " (token " +
-              std::to_string(part.global(row / n, row % n)) + ")";
-    if (ring) s.hover += " x rank " + std::to_string(col / n) + "'s local key " + std::to_string(col % n) +
-                         " (token " + std::to_string(part.global(col / n, col % n)) + ")";
+  for (int h = 0; h < G; ++h) {
+    const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+    if (v.mx < bx || v.mx >= bx + bs || v.my < by || v.my >= by + bs) continue;
+    const index_t row = static_cast<index_t>((v.my - by) / bs * static_cast<float>(S)), col = static_cast<index_t>((v.mx - bx) / bs * static_cast<float>(S));
+    auto who = [&](const AxisOrder& o, index_t i) {
+      if (!o.units) return "token " + std::to_string(i);
+      const index_t u = i / o.unit_len();
+      return std::string(spec.mode() == Mode::a2a_p2p ? "ring position " : "rank ") + std::to_string(u) + "'s local " +
+             std::to_string(i % o.unit_len()) + " (token " + std::to_string(o.units->global(u, i % o.unit_len())) + ")";
+    };
+    s.hover = "query: " + who(ro, std::min(row, S - 1)) + " x key: " + who(co, std::min(col, S - 1));
   }
 
-  // 3. the tiles by kind
+  // 3. the tiles by kind: rows = ranks, columns = the KV block's unit (ring) or the tile's order
   const float x3 = x2 + side + 15, w3 = W - x3 - 10;
-  s.text(x3, 16, ring ? "rank r x KV block j: the tile kinds" : "each rank's tiles", kText);
+  s.text(x3, 2, ring ? "rank r x KV block: each tile's part" : "each rank's tiles", kText);
+  const int p3 = s.panel("tile kinds", x3, top, x3 + w3, top + side);
+  const index_t nrow = ro.units ? ro.unit_len() : S, ncol = co.units ? co.unit_len() : S;
   size_t cols = 1;
-  for (const auto& t : by_rank) cols = std::max(cols, t.size());
-  const float cell = std::max(2.0f, std::min((w3 - 70) / static_cast<float>(cols), side / static_cast<float>(P)));
+  if (ring) cols = static_cast<size_t>(S / ncol);
+  else
+    for (const auto& t : by_rank) cols = std::max(cols, t.size());
+  const float cellp = std::max(2.0f, std::min((w3 - 70) / static_cast<float>(cols), side / static_cast<float>(P)));
   const double fmax = std::max(1.0, *std::max_element(flops.begin(), flops.end()));
   for (int r = 0; r < P; ++r) {
-    const float y = g.y + static_cast<float>(r) * cell;
+    const float y = top + static_cast<float>(r) * cellp;
+    if (cellp > 6)
+      for (size_t c = 0; c < cols; ++c)
+        s.rect(x3 + static_cast<float>(c) * cellp + 1, y + 1, x3 + static_cast<float>(c + 1) * cellp - 1, y + cellp - 1,
+               Rgba{40, 40, 46, 255}, kNone, "cell", r);
     for (size_t i = 0; i < by_rank[static_cast<size_t>(r)].size(); ++i) {
       const Event* e = by_rank[static_cast<size_t>(r)][i];
-      const index_t nq = span_count(e->rows), nk = span_count(e->cols);
-      const index_t ntot_k = ring ? n : S;
-      const float x = x3 + static_cast<float>(ring ? e->peer : static_cast<int>(i)) * cell;
-      // the tile's part of the cell: its rows among the rank's n, its keys among the block's
-      const index_t q0 = e->rows.empty() ? 0 : part.owner(e->rows[0].begin).local;
-      const index_t k0 = e->cols.empty() ? 0 : (ring ? part.owner(e->cols[0].begin).local : e->cols[0].begin);
-      const float pad = cell > 6 ? 1.0f : 0.0f;
-      const float cx0 = x + pad + (cell - 2 * pad) * static_cast<float>(k0) / static_cast<float>(ntot_k);
-      const float cx1 = x + pad + (cell - 2 * pad) * static_cast<float>(k0 + nk) / static_cast<float>(ntot_k);
-      const float cy0 = y + pad + (cell - 2 * pad) * static_cast<float>(q0) / static_cast<float>(n);
-      const float cy1 = y + pad + (cell - 2 * pad) * static_cast<float>(q0 + nq) / static_cast<float>(n);
-      if (cell > 6) s.rect(x + pad, y + pad, x + cell - pad, y + cell - pad, Rgba{40, 40, 46, 255}, kNone, "cell", r);
+      if (e->rows.empty() || e->cols.empty()) continue;
+      const index_t ru = ro.index(e->rows[0].begin) / nrow, cu = co.index(e->cols[0].begin) / ncol;
+      const float x = x3 + static_cast<float>(ring ? static_cast<size_t>(cu) : i) * cellp;
+      const float pad = cellp > 6 ? 1.0f : 0.0f;
+      const double cw = (cellp - 2 * pad) / static_cast<double>(ncol), ch = (cellp - 2 * pad) / static_cast<double>(nrow);
+      // the cell's origin minus the units before it: the tile's own unit lands in the cell
+      const float ox = x + pad - static_cast<float>(static_cast<double>(cu * ncol) * cw);
+      const float oy = y + pad - static_cast<float>(static_cast<double>(ru * nrow) * ch);
       const size_t first = s.prims.size();
-      const std::optional<Mask> tm = tile_mask(*e);
-      draw_tile_mask(s, cx0, cy0, std::max(cx1, cx0 + 1), std::max(cy1, cy0 + 1), std::max<index_t>(nq, 1), std::max<index_t>(nk, 1),
-                     e->mask, rank_color(r, P), "kind_tile", r, e->section, tm ? &*tm : nullptr);
-      for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;  // every part of the shape
-      if (v.mx >= x && v.mx < x + cell && v.my >= y && v.my < y + cell)
+      if (!draw_tile_cells(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section) || e->mask == "skipped")
+        draw_tile_box(s, ox, oy, cw, ch, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
+                      span_count(e->cols), *e, rank_color(r, P), "kind_tile", e->section);
+      for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
+      record_tile(s, *e, p3, cw, ch, first);
+      if (v.mx >= x && v.mx < x + cellp && v.my >= y && v.my < y + cellp)
         s.hover = "rank " + std::to_string(r) + (ring ? " x KV of rank " + std::to_string(e->peer) : "") + ": " + e->section +
-                  ", mask " + e->mask + ", " + std::to_string(nq) + " x " + std::to_string(nk) + ", " +
-                  human_count(static_cast<double>(e->flops)) + " FLOP";
+                  ", mask " + e->mask + ", " + std::to_string(span_count(e->rows)) + " x " + std::to_string(span_count(e->cols)) +
+                  ", " + human_count(static_cast<double>(e->flops)) + " FLOP";
     }
-    const float bx = x3 + static_cast<float>(cols) * cell + 6;
-    s.rect(bx, y + cell * 0.2f, bx + 60 * static_cast<float>(flops[static_cast<size_t>(r)] / fmax), y + cell * 0.8f,
+    const float bx = x3 + static_cast<float>(cols) * cellp + 6;
+    s.rect(bx, y + cellp * 0.2f, bx + 60 * static_cast<float>(flops[static_cast<size_t>(r)] / fmax), y + cellp * 0.8f,
            rank_color(r, P), kNone, "flops_bar", r);
   }
+  draw_rank_legend(s, g.x, top + side + 8, W - g.x - 10, P);
   const auto [mn, mx] = std::minmax_element(flops.begin(), flops.end());
   s.notes.push_back("forward FLOPs per rank (bars at right): max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
-  s.notes.push_back("shapes: staircase = causal diagonal tile (its visible cells), square = full tile, half height = half the queries, "
-                    "half width = half the keys, outline = skipped (all masked)");
-  if (pk != nullptr)
-    s.notes.push_back("packed: every tile is drawn cell by cell from its token mask (a query sees the real keys of its own "
-                      "sequence, causally), so the blocks on the diagonal are the sequences");
+  s.notes.push_back("every coloured cell is a (query, key) pair the mask leaves visible; outline with a cross = a skipped tile; "
+                    "lines: chunk boundaries (dim), sequence boundaries (bright)");
   return s;
 }
 

@@ -20,6 +20,7 @@ constexpr float kLabelW = 150, kStripH = 26, kGap = 14;
 
 // one strip: the spans of every rank binned into pixels of [x0, x0 + w)
 void layout_strip(Scene& s, const RunModel::LayoutSpans& ls, index_t seq, int P, float x0, float y, float w) {
+  for (int r = 0; r < P; ++r) s.tokens.push_back(TokenRec{r, to_string(ls.layout), ls.spans[static_cast<size_t>(r)]});
   // bins: one per pixel, or one per token when there are fewer tokens than pixels
   const int px = static_cast<int>(std::max<index_t>(1, std::min<index_t>(seq, static_cast<index_t>(w))));
   const float bw = w / static_cast<float>(px);

@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
-#include <tuple>
 
 #include "modes/hierarchical_cp.h"
 #include "views.h"
@@ -99,43 +97,76 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.title += " " + to_string(phase) + " step " + std::to_string(step) + "  (" + std::to_string(si + 1) + " of " +
              std::to_string(m.steps.size()) + ")";
 
-  // left: the attention matrix
+  // left: the attention matrix, one square per head group where heads are split (a2a, a2a+p2p)
   const index_t S = m.from_file() ? 0 : m.cp().S();
-  const float side = std::max(40.0f, std::min(H - 30, W * 0.52f));
-  MatrixFrame f{10, 20, side, std::max<index_t>(1, S)};
+  const float side = std::max(40.0f, std::min(H - 60, W * 0.52f - 40));
+  MatrixFrame f{40, 36, side, std::max<index_t>(1, S)};
+  // heads split over groups (a2a, a2a+p2p): their squares may use a wider region
+  const float region_w = !m.from_file() && head_groups(m.cp()) > 1 ? std::max(side, W * 0.62f - 40) : side;
   const bool a2a_step = std::any_of(sends.begin(), sends.end(), [](const Event* e) { return e->op == "all_to_all"; });
   if (S > 0 && !a2a_step) {
-    s.rect(f.x, f.y, f.x + side, f.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
-    s.text(f.x, 2, "keys (global position) ->   queries down", kLight);
     const CpSpec& spec = m.cp();
-    const bool causal = spec.causal();
     const Packing* pk = spec.thd() ? &spec.packing() : nullptr;
-    // ranks computing the same (query, key) block for different heads (Ulysses, the inner groups of
-    // a2a+p2p): drawn translucent so every rank's colour shows
-    std::set<std::tuple<index_t, index_t, index_t, index_t>> seen;
-    bool overlap = false;
-    for (const Event* e : tiles)
-      if (!e->rows.empty() && !e->cols.empty())
-        overlap |= !seen.insert({e->rows[0].begin, e->rows[0].count, e->cols[0].begin, e->cols[0].count}).second;
-    if (overlap) s.notes.push_back("several ranks compute the same tokens for different heads here: their tiles are drawn translucent");
-    for (const Event* e : tiles) {
-      const std::string info = e->section + ", mask " + e->mask + ", " + human_count(static_cast<double>(e->flops)) + " FLOP";
-      Rgba c = rank_color(e->rank, P);
-      if (overlap) c = with_alpha(c, 110);
-      if (e->mask == "skipped") {
-        // where the tile would be: an outline, nothing computed
-        for (const Span& r : e->rows)
-          for (const Span& k : e->cols)
-            s.rect(f.x + f.px(k.begin), f.y + f.px(r.begin), f.x + f.px(k.begin + (k.count - 1) * k.stride + 1),
-                   f.y + f.px(r.begin + (r.count - 1) * r.stride + 1), kNone, with_alpha(c, 160), "skipped", e->rank);
-        continue;
+    const AxisOrder global{};
+    const int G = head_groups(spec);
+    const auto boxes = grid_boxes(G, f.x, f.y, G > 1 ? region_w : side, side, G > 1 ? 14.0f : 0.0f);
+    std::vector<int> panel(static_cast<size_t>(G));
+    for (int h = 0; h < G; ++h) {
+      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+      panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "matrix, head group " + std::to_string(h) : "matrix", bx, by, bx + bs, by + bs);
+      s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
+      if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
+      draw_boundaries(s, bx, by, bs, global, spec.partition(), pk, true);
+    }
+    s.text(f.x, 2, G > 1 ? "queries down, keys across (global positions), per head group" : "queries down, keys across (global positions)",
+           kLight);
+    if (G == 1) draw_token_ticks(s, f.x, f.y, side, S, global);
+    // one tile: its visible cells (exact when small), else the block drawing of its spans
+    auto draw_tile = [&](const Event& e, Rgba c, const std::string& tag) {
+      const auto [bx, by, bs] = boxes[static_cast<size_t>(head_group_of(spec, e.rank))];
+      const double cell = static_cast<double>(bs) / static_cast<double>(S);
+      const std::string info = e.section + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
+      if (e.mask == "skipped") {  // where the tile would be: an outline, nothing computed
+        const MatrixFrame fb{bx, by, bs, S};
+        for (const Span& r : e.rows)
+          for (const Span& k : e.cols)
+            s.rect(fb.x + fb.px(k.begin), fb.y + fb.px(r.begin), fb.x + fb.px(k.begin + (k.count - 1) * k.stride + 1),
+                   fb.y + fb.px(r.begin + (r.count - 1) * r.stride + 1), kNone, with_alpha(c, 160), tag == "tile" ? "skipped" : tag, e.rank);
+        return;
       }
+      if (draw_tile_cells(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
+      const MatrixFrame fb{bx, by, bs, S};
+      for (const Span& r : e.rows)
+        for (const Span& k : e.cols) draw_block(s, fb, r, k, spec.causal(), pk, c, tag, e.rank, info);
+    };
+    // the phase's earlier steps, faint: what each rank has already computed
+    for (size_t i = 0; i < m.trace.events().size(); ++i) {
+      const Event& e = m.trace.events()[i];
+      if (e.kind == EventKind::tile && e.phase == phase && static_cast<size_t>(m.step_of[i]) < si)
+        draw_tile(e, with_alpha(rank_color(e.rank, P), 45), "earlier_tile");
+    }
+    for (const Event* e : tiles) {
+      const size_t first = s.prims.size();
+      draw_tile(*e, rank_color(e->rank, P), "tile");
+      for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
+      const auto [bx, by, bs] = boxes[static_cast<size_t>(head_group_of(spec, e->rank))];
+      const double cell = static_cast<double>(bs) / static_cast<double>(S);
+      record_tile(s, *e, panel[static_cast<size_t>(head_group_of(spec, e->rank))], cell, cell, first);
+      // the tile's kind (lesson 5's names), on each contiguous block large enough to hold it
       for (const Span& r : e->rows)
-        for (const Span& k : e->cols) draw_block(s, f, r, k, causal, pk, c, "tile", e->rank, info);
+        for (const Span& k : e->cols) {
+          const float w = static_cast<float>(static_cast<double>(k.count) * cell), h = static_cast<float>(static_cast<double>(r.count) * cell);
+          if (r.stride != 1 || k.stride != 1 || w < 8 * static_cast<float>(e->section.size()) || h < 14) continue;
+          s.text(bx + static_cast<float>(static_cast<double>(k.begin) * cell) + w / 2 - 3.5f * static_cast<float>(e->section.size()),
+                 by + static_cast<float>(static_cast<double>(r.begin) * cell) + h / 2 - 6, e->section, kWhite, "tile_label");
+        }
     }
     // hover: which rank computes (query, key) at this step
-    const index_t q = f.token_at(v.my - f.y), k = f.token_at(v.mx - f.x);
-    if (q >= 0 && k >= 0) {
+    for (int h = 0; h < G; ++h) {
+      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+      const MatrixFrame fb{bx, by, bs, S};
+      const index_t q = fb.token_at(v.my - by), k = fb.token_at(v.mx - bx);
+      if (q < 0 || k < 0) continue;
       s.hover = "query " + std::to_string(q) + ", key " + std::to_string(k) + ": ";
       std::string who;
       auto in = [](const std::vector<Span>& sp, index_t t) {
@@ -144,7 +175,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
         return false;
       };
       for (const Event* e : tiles)
-        if (in(e->rows, q) && in(e->cols, k))
+        if (head_group_of(spec, e->rank) == h && in(e->rows, q) && in(e->cols, k))
           who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + e->section + ", " + e->mask + ")";
       s.hover += who.empty() ? "no tile at this step" : who;
     }
@@ -167,7 +198,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
 
   // top right: ranks on a circle and the step's messages
-  const float rx = f.x + side + 20, rw = W - rx - 10;
+  const float rx = f.x + region_w + 20, rw = W - rx - 10;
   const float R = std::max(20.0f, std::min(rw, H * 0.5f) * 0.38f), cx = rx + rw / 2, cy = 20 + R + 14;
   const float node = std::clamp(R * 3.0f / static_cast<float>(P), 3.0f, 14.0f);
   auto pos = [&](int r) {
@@ -177,6 +208,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   std::map<std::string, std::int64_t> bytes_by_tensor;
   bool hub = false;
   for (const Event* e : sends) {
+    s.messages.push_back(MessageRec{e->rank, e->peer, to_string(e->phase), e->op, e->tensor, e->step, e->bytes, -1, -1});
     bytes_by_tensor[e->op + " '" + e->tensor + "'"] += e->bytes;
     const bool collective = e->op != "p2p";
     if (collective && P > 8) {
@@ -203,10 +235,19 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     }
     s.text(cx - 30, cy + node * 1.5f + 2, "collective", kLight);
   }
+  // ring modes: the KV block each rank holds at this step (its tiles' peer: the block's owner)
+  const bool kv_ring = !m.from_file() && (m.cp().mode() == Mode::p2p || m.cp().mode() == Mode::a2a_p2p);
+  std::vector<int> holds(static_cast<size_t>(P), -1);
+  for (const Event* e : tiles) holds[static_cast<size_t>(e->rank)] = e->peer;
   for (int r = 0; r < P; ++r) {
     auto [x, y] = pos(r);
     s.circle(x, y, node, rank_color(r, P), kBackground, r);
     if (P <= 16) s.text(x - 4, y - 7, std::to_string(r), kBlack);
+    if (kv_ring && P <= 16 && holds[static_cast<size_t>(r)] >= 0) {
+      const float out = (x - cx) >= 0 ? node + 3 : -node - 3 - 7 * 8;
+      s.text(x + out, y + node - 2, "KV of r" + std::to_string(holds[static_cast<size_t>(r)]), kLight, "holds_kv");
+      s.prims.back().rank = r, s.prims.back().peer = holds[static_cast<size_t>(r)];
+    }
   }
   if (sends.empty()) s.text(rx, 20 + 2 * R + 34, "no messages at this step", kLight);
   float ny = 20 + 2 * R + 34;
@@ -238,7 +279,9 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   const auto [mn, mx] = std::minmax_element(sum.begin(), sum.end());
   s.notes.push_back(to_string(phase) + " FLOPs so far per rank: max " + human_count(*mx) + ", min " + human_count(*mn) +
                     (*mn > 0 ? ", max/min " + fixed(*mx / *mn, 3) : std::string(", a rank has none")));
-  s.notes.push_back("tiles: colour = rank computing it; the filled part = the (query, key) pairs the mask leaves; outline = skipped tile");
+  s.notes.push_back("tiles: colour = rank computing it; the filled cells = the (query, key) pairs the mask leaves; outline = "
+                    "skipped tile; faint = the phase's earlier steps; lines: chunk (dim) and sequence (bright) boundaries");
+  draw_rank_legend(s, rx, H - 14, rw, P);
   return s;
 }
 

@@ -9,6 +9,9 @@
 // What it is not: an algorithm, or ImGui code (viz/app draws the Scene).
 #pragma once
 
+#include <array>
+#include <optional>
+
 #include "core/mask.h"
 #include "model.h"
 #include "scene.h"
@@ -43,6 +46,48 @@ struct MatrixFrame {
 // draw the visible part of rows x cols (global positions) for a causal and/or packed run
 void draw_block(Scene& s, const MatrixFrame& f, const Span& rows, const Span& cols, bool causal,
                 const Packing* packing, Rgba fill, const std::string& tag, int rank, const std::string& info);
+
+// How a panel orders the tokens along one axis: global order (token g at g), or unit order (unit u's
+// local tokens at u * len, in local order) where a unit is a rank of `units`: the run's partition
+// (p2p, all-gather), or the outer ring's partition of a2a+p2p (hierarchical_cp.h)
+struct AxisOrder {
+  std::optional<Partition> units;  // empty: global order
+  index_t index(index_t g) const;
+  index_t unit_len() const { return units ? units->local_len() : 0; }
+};
+// the row order of the masks view's rank-order panel (a2a: global, as every rank holds all tokens
+// of its heads) and its column order (the KV block's tokens: unit order where KV travels in blocks,
+// p2p and a2a+p2p; global where it is gathered or swapped)
+AxisOrder row_order(const CpSpec& spec);
+AxisOrder col_order(const CpSpec& spec);
+// heads are split over spec.a2a_group() head groups (a2a: P, rank r holds group r; a2a+p2p: I,
+// rank p * I + a holds group a: hierarchical_cp.h hcp_rank); 1 group and group 0 otherwise
+int head_groups(const CpSpec& spec);
+int head_group_of(const CpSpec& spec, int rank);
+// a grid of n equal square boxes filling w x h at (x, y), row-major, `gap` pixels apart: {x0, y0, side} each
+std::vector<std::array<float, 3>> grid_boxes(int n, float x, float y, float w, float h, float gap);
+
+// A tile's visible (query, key) cells drawn from the reference's mask rule for global positions
+// (thd.h token_mask: same sequence, real keys, causal if the run is), each query row at
+// y0 + ro.index(query) * ch and each key at x0 + co.index(key) * cw, runs of adjacent cells merged.
+// Exact, cell by cell, when the tile has at most kExactCells (query, key) cells; returns false
+// (drawing nothing) otherwise, and the caller draws an approximation.
+inline constexpr index_t kExactCells = 1 << 16;
+bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co,
+                     const Event& e, const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info);
+// the record of tile e drawn in `panel` with cells of cw x ch pixels (its primitives from first_prim on)
+void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim);
+
+// Reading aids drawn over a square panel of `side` pixels at (x, y) whose axes order tokens by o:
+// boundaries: where one unit's tokens end (unit order), or where the owner of the next token
+// changes (global order: the layout's chunks; striped strides are too fine and not drawn), dim;
+// the packed sequences' boundaries (global order, pk given), bright. Ticks: token numbers along
+// the top (keys) and the left (queries), global positions or unit-order indices.
+void draw_boundaries(Scene& s, float x, float y, float side, const AxisOrder& o, const Partition& part, const Packing* pk,
+                     bool global_chunks);
+void draw_token_ticks(Scene& s, float x, float y, float side, index_t S, const AxisOrder& o);
+// the rank colours: a swatch and "r" number per rank (P <= 16), else a strip from rank 0 to P-1
+void draw_rank_legend(Scene& s, float x, float y, float w, int P);
 
 // draw a tile in its own coordinates: nq query rows x nk keys into the pixel box [x0, x1) x [y0, y1),
 // under the trace's mask string ("none", "causal", "causal(k)": key b visible to row a iff
