@@ -91,8 +91,11 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   for (int r = 0; r < P; ++r)
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
-      if (e->rows.empty() || e->cols.empty()) continue;
       const int h = head_group_of(spec, r);
+      if (e->rows.empty() || e->cols.empty()) {  // no query or no key: nothing to draw, still a tile of the trace
+        record_tile(s, *e, group_panel[static_cast<size_t>(h)], 1, 1, s.prims.size());
+        continue;
+      }
       const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
       const double c2 = static_cast<double>(bs) / static_cast<double>(S);
       const std::string info = e->section + ", " + e->mask;
@@ -135,7 +138,10 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
                Rgba{40, 40, 46, 255}, kNone, "cell", r);
     for (size_t i = 0; i < by_rank[static_cast<size_t>(r)].size(); ++i) {
       const Event* e = by_rank[static_cast<size_t>(r)][i];
-      if (e->rows.empty() || e->cols.empty()) continue;
+      if (e->rows.empty() || e->cols.empty()) {
+        record_tile(s, *e, p3, 1, 1, s.prims.size());
+        continue;
+      }
       const index_t ru = ro.index(e->rows[0].begin) / nrow, cu = co.index(e->cols[0].begin) / ncol;
       const float x = x3 + static_cast<float>(ring ? static_cast<size_t>(cu) : i) * cellp;
       const float pad = cellp > 6 ? 1.0f : 0.0f;

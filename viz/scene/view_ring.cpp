@@ -72,6 +72,8 @@ void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*
              rank_color(e->rank, P), kNone, tag_h, e->rank);
     }
   }
+  s.panel(output ? "tokens split (after)" : "tokens split (before)", xs, y + 20, xs + gw, y + h - 10);
+  s.panel(output ? "heads split (before)" : "heads split (after)", xh, y + 20, xh + gw, y + h - 10);
   s.text(x + gw + 2, y + 20 + (h - 30) / 2, "->", kWhite);
   s.rect(x, y + 20, x + gw, y + h - 10, kNone, kDim, "frame");
   s.rect(x + gw + 30, y + 20, x + 2 * gw + 30, y + h - 10, kNone, kDim, "frame");
