@@ -105,16 +105,22 @@ bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const A
   return true;
 }
 
-void draw_boundaries(Scene& s, float x, float y, float side, const AxisOrder& o, const Partition& part, const Packing* pk,
-                     bool global_chunks) {
-  const index_t S = part.seq();
+const std::vector<std::vector<Span>>* run_spans(const RunModel& m) {
+  if (m.from_file()) return nullptr;
+  for (const auto& ls : m.layouts)
+    if (ls.layout == m.cp().layout() && ls.why_not.empty()) return &ls.spans;
+  return nullptr;
+}
+
+void draw_boundaries(Scene& s, float x, float y, float side, index_t S, const AxisOrder& o,
+                     const std::vector<std::vector<Span>>* spans, const Packing* pk) {
   const double px = static_cast<double>(side) / static_cast<double>(S);
   std::vector<index_t> cuts;
   if (o.units) {
     for (index_t u = 1; u < o.units->cp(); ++u) cuts.push_back(u * o.unit_len());
-  } else if (global_chunks) {
-    for (index_t r = 0; r < part.cp(); ++r)
-      for (const Span& sp : part.spans(r))
+  } else if (spans != nullptr) {
+    for (const auto& rank : *spans)
+      for (const Span& sp : rank)
         if (sp.stride == 1) cuts.insert(cuts.end(), {sp.begin, sp.begin + sp.count});
   }
   std::sort(cuts.begin(), cuts.end());

@@ -54,14 +54,15 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   const int p1 = s.panel("global", g.x, g.y, g.x + side, g.y + side);
   s.rect(g.x, g.y, g.x + side, g.y + side, Rgba{34, 34, 40, 255}, kDim, "matrix");
   const double cell = static_cast<double>(side) / static_cast<double>(S);
-  for (int r = 0; r < P; ++r) {
+  const auto* spans = run_spans(m);
+  for (int r = 0; spans != nullptr && r < P; ++r) {
     Event rows;  // rank r's query rows against every key
-    rows.rank = r, rows.rows = part.spans(r), rows.cols = {Span{0, S, 1}}, rows.mask = "rows";
+    rows.rank = r, rows.rows = (*spans)[static_cast<size_t>(r)], rows.cols = {Span{0, S, 1}}, rows.mask = "rows";
     if (!draw_tile_cells(s, g.x, g.y, cell, cell, global, global, rows, spec, rank_color(r, P), "global_rows", "rows of rank " + std::to_string(r)))
       for (const Span& sp : rows.rows)
         draw_block(s, g, sp, Span{0, S, 1}, spec.causal(), pk, rank_color(r, P), "global_rows", r, "rows of rank " + std::to_string(r));
   }
-  draw_boundaries(s, g.x, g.y, side, global, part, pk, true);
+  draw_boundaries(s, g.x, g.y, side, S, global, spans, pk);
   draw_token_ticks(s, g.x, g.y, side, S, global);
   (void)p1;
 
@@ -80,7 +81,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     group_panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "rank order, head group " + std::to_string(h) : "rank order", bx, by, bx + bs, by + bs);
     s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
     if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
-    draw_boundaries(s, bx, by, bs, ro, part, nullptr, false);
+    draw_boundaries(s, bx, by, bs, S, ro, nullptr, nullptr);
   }
   std::vector<double> flops(static_cast<size_t>(P), 0);
   std::vector<std::vector<const Event*>> by_rank(static_cast<size_t>(P));

@@ -118,7 +118,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "matrix, head group " + std::to_string(h) : "matrix", bx, by, bx + bs, by + bs);
       s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
       if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
-      draw_boundaries(s, bx, by, bs, global, spec.partition(), pk, true);
+      draw_boundaries(s, bx, by, bs, S, global, run_spans(m), pk);
     }
     s.text(f.x, 2, G > 1 ? "queries down, keys across (global positions), per head group" : "queries down, keys across (global positions)",
            kLight);

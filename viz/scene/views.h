@@ -78,13 +78,16 @@ bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const A
 // the record of tile e drawn in `panel` with cells of cw x ch pixels (its primitives from first_prim on)
 void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim);
 
+// the run's own layout's spans per rank from RunModel::layouts (null when it has none)
+const std::vector<std::vector<Span>>* run_spans(const RunModel& m);
 // Reading aids drawn over a square panel of `side` pixels at (x, y) whose axes order tokens by o:
 // boundaries: where one unit's tokens end (unit order), or where the owner of the next token
 // changes (global order: the layout's chunks; striped strides are too fine and not drawn), dim;
 // the packed sequences' boundaries (global order, pk given), bright. Ticks: token numbers along
 // the top (keys) and the left (queries), global positions or unit-order indices.
-void draw_boundaries(Scene& s, float x, float y, float side, const AxisOrder& o, const Partition& part, const Packing* pk,
-                     bool global_chunks);
+// `spans`: every rank's tokens (RunModel::layouts, computed once per model), or null: no chunks
+void draw_boundaries(Scene& s, float x, float y, float side, index_t S, const AxisOrder& o,
+                     const std::vector<std::vector<Span>>* spans, const Packing* pk);
 void draw_token_ticks(Scene& s, float x, float y, float side, index_t S, const AxisOrder& o);
 // the rank colours: a swatch and "r" number per rank (P <= 16), else a strip from rank 0 to P-1
 void draw_rank_legend(Scene& s, float x, float y, float w, int P);
