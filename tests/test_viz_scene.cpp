@@ -219,3 +219,31 @@ TEST_CASE("viz scene JSON: every view x mode x layout x packing x causal at cp 1
   MESSAGE("configurations checked per mode: p2p " << checked["p2p"] << ", allgather " << checked["allgather"] << ", a2a "
                                                    << checked["a2a"] << ", a2a+p2p " << checked["a2a+p2p"]);
 }
+
+TEST_CASE("viz scene JSON, scheduler: every sample once per schedule, on its group's ranks, for its cost's time, inside the canvas") {
+  for (const char* lengths : {"32768,16384,8192,4096,4096,4096,4096,2048", "6144,2048,4096,4096,4096,12288,4096", "100,200,300"})
+    for (const char* cost : {"l2", "overhead"}) {
+      VizParams p;
+      p.lengths = lengths, p.cost = cost;
+      const SchedModel m = SchedModel::build(p);
+      INFO(lengths << ", cost " << cost);
+      const Scene s = scheduler_view(m, ViewState{}, kW, kH);
+      check_geometry(s);
+      const json j = scene_json(s, "scheduler");
+      for (const auto& [name, d] : {std::pair<std::string, const DcpSchedule*>{"Megatron v1", &m.megatron}, {"cplab", &m.cplab}}) {
+        std::multiset<std::tuple<int, std::int64_t, std::int64_t>> want, got;  // sample, first rank, ranks
+        for (const DcpRound& r : d->rounds)
+          for (const DcpGroup& g : r.groups)
+            for (int smp : g.samples) want.insert({smp, g.start, g.size});
+        for (const json& x : j["samples"]) {
+          if (x["schedule"] != name) continue;
+          got.insert({x["sample"].get<int>(), x["first_rank"].get<std::int64_t>(), x["ranks"].get<std::int64_t>()});
+          const double dt = m.cost.time(m.lengths[x["sample"].get<size_t>()], x["ranks"].get<std::int64_t>());
+          CHECK(x["end"].get<double>() - x["start"].get<double>() == doctest::Approx(dt));
+          CHECK(x["end"].get<double>() <= d->makespan * (1 + 1e-12));
+        }
+        CHECK(got == want);
+        CHECK(want.size() == m.lengths.size());
+      }
+    }
+}

@@ -73,6 +73,14 @@ struct MessageRec {
   std::int64_t bytes = 0;
   double t0_us = -1, t1_us = -1;
 };
+// A DCP sample drawn (scheduler): which schedule, round, sample and length, on which ranks, when
+// (in the cost model's units).
+struct SampleRec {
+  std::string schedule;
+  int round = 0, sample = 0;
+  std::int64_t length = 0, first_rank = 0, ranks = 0;
+  double t0 = 0, t1 = 0;
+};
 // Tokens drawn as a rank's (ownership): the global positions shown in that rank's colour.
 struct TokenRec {
   int rank = -1;
@@ -91,6 +99,7 @@ struct Scene {
   std::vector<TileRec> tiles;
   std::vector<MessageRec> messages;
   std::vector<TokenRec> tokens;
+  std::vector<SampleRec> samples;
 
   void rect(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke = kNone, std::string tag = {}, int rank = -1);
   void poly(std::vector<float> xy, Rgba fill, std::string tag = {}, int rank = -1);

@@ -45,6 +45,10 @@ nlohmann::json scene_json(const Scene& s, const std::string& view) {
   }
   j["tokens"] = nlohmann::json::array();
   for (const TokenRec& t : s.tokens) j["tokens"].push_back({{"rank", t.rank}, {"layout", t.layout}, {"spans", spans_json(t.spans)}});
+  j["samples"] = nlohmann::json::array();
+  for (const SampleRec& x : s.samples)
+    j["samples"].push_back({{"schedule", x.schedule}, {"round", x.round},         {"sample", x.sample}, {"length", x.length},
+                            {"first_rank", x.first_rank}, {"ranks", x.ranks}, {"start", x.t0},      {"end", x.t1}});
   return j;
 }
 

@@ -44,6 +44,7 @@ void panel(Scene& s, const SchedModel& m, const DcpSchedule& d, const std::strin
                  std::to_string(m.lengths[static_cast<size_t>(smp)]) + " tokens) on ranks " + std::to_string(g.start) + ".." +
                  std::to_string(g.start + g.size - 1) + " (CP " + std::to_string(g.size) + "), time " + fixed(t, 2) + ".." +
                  fixed(t + dt, 2);
+        s.samples.push_back(SampleRec{name, static_cast<int>(ri), smp, m.lengths[static_cast<size_t>(smp)], g.start, g.size, t, t + dt});
         if (X(t + dt) - X(t) > 26 && y1 - y0 > 13) s.text(X(t) + 2, y0 + 1, "s" + std::to_string(smp), kBlack);
         if (v.mx >= X(t) && v.mx < X(t + dt) && v.my >= y0 && v.my < y1) s.hover = p.info;
         t += dt;
@@ -67,9 +68,20 @@ Scene scheduler_view(const SchedModel& m, const ViewState& v, float W, float H) 
   s.title = "DCP: " + std::to_string(m.lengths.size()) + " sequences on " + std::to_string(m.ranks) + " ranks, at most " +
             std::to_string(m.max_per_rank) + " tokens per rank, " + m.source;
   const double tmax = std::max({m.megatron.makespan, m.cplab.makespan, m.bound.moldable}) * 1.02;
-  const float x = 44, w = W - x - 12, ph = (H - 60) / 2;
+  // two panels and a time axis inside the canvas: 26 px title, 44 px between, 22 px of axis
+  const float x = 44, w = W - x - 12, ph = std::max(20.0f, (H - 26 - 44 - 22) / 2);
   panel(s, m, m.megatron, "Megatron v1", x, 26, w, ph, tmax, v);
-  panel(s, m, m.cplab, "cplab", x, 26 + ph + 44, w, ph, tmax, v);
+  const float y2 = 26 + ph + 44;
+  panel(s, m, m.cplab, "cplab", x, y2, w, ph, tmax, v);
+  // time ticks under the second panel, in the cost model's units
+  const double step = std::pow(10.0, std::floor(std::log10(tmax / 5)));
+  const double tick = tmax / step > 25 ? 5 * step : tmax / step > 10 ? 2 * step : step;
+  for (double t = 0; t <= tmax; t += tick) {
+    const float xt = x + static_cast<float>(t / tmax * w);
+    s.line(xt, y2 + ph, xt, y2 + ph + 4, kLight);
+    const std::string label = fixed(t, tick < 1 ? 2 : 0);
+    s.text(std::min(xt, x + w - 7 * static_cast<float>(label.size())), y2 + ph + 5, label, kLight, "tick");
+  }
   s.notes.push_back("time in cost units ->; white lines: ends of rounds; yellow dashes: the lower bound; "
                     "a rectangle = one sequence on its group of ranks (s3 = sample 3)");
   s.notes.push_back("cost: " + m.cost.describe());
