@@ -51,12 +51,23 @@ void help(const char* text) {
   }
 }
 
+void error_text(const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4{1.0f, 0.45f, 0.45f, 1.0f});
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopStyleColor();
+}
+
 namespace {
 
 Scene build(const AppState& a, const ViewState& vs, float W, float H) {
   const std::string& v = view_names()[static_cast<size_t>(a.view)];
-  if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : Scene{W, H, "no schedule: " + a.sched_error, {}, {}, {}, {}, {}, {}, {}};
-  if (!a.run_ok) return Scene{W, H, "no run: " + a.run_error, {}, {}, {}, {}, {}, {}, {}};
+  auto nothing = [&](std::string title) {  // no model yet: the rule it breaks, as the title
+    Scene s;
+    s.width = W, s.height = H, s.title = std::move(title);
+    return s;
+  };
+  if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : nothing("no schedule: " + a.sched_error);
+  if (!a.run_ok) return nothing("no run: " + a.run_error);
   if (v == "ownership") return ownership_view(a.run, vs, W, H);
   if (v == "ring") return ring_view(a.run, vs, W, H);
   if (v == "masks") return masks_view(a.run, vs, W, H);
@@ -113,6 +124,15 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const Scene s = build(app, vs, cvw, cvh);
   ImGui::TextUnformatted(s.title.c_str());
   draw_scene(s, ImGui::GetWindowDrawList(), origin);
+  // an edit that broke a rule leaves the previous model on screen: dimmed and marked stale
+  const bool sched = view_names()[static_cast<size_t>(app.view)] == "scheduler";
+  const std::string& err = sched ? app.sched_error : app.run_error;
+  if (!err.empty() && (sched ? app.sched_ok : app.run_ok)) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(origin, {origin.x + cvw, origin.y + cvh}, IM_COL32(24, 24, 28, 170));
+    const std::string banner = "STALE: this picture shows the last valid parameters. The current ones break a rule: " + err;
+    dl->AddText(nullptr, 0.0f, {origin.x + 8, origin.y + 8}, IM_COL32(255, 120, 120, 255), banner.c_str(), nullptr, cvw - 16);
+  }
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
   for (const std::string& n : s.notes) ImGui::TextWrapped("%s", n.c_str());
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());

@@ -36,6 +36,8 @@ void draw_frame(AppState& app, float W, float H, double dt_seconds);
 
 // the "(?)" marker: hovering it shows `text`
 void help(const char* text);
+// the rule the last edit broke, in red, wrapped at the pane's edge (never clipped)
+void error_text(const std::string& text);
 // shared run parameters (mode, cp, seq, heads, kv heads, layout, hcp sizes, cu_seqlens, causal);
 // true when something changed
 bool run_controls(AppState& app);

@@ -81,7 +81,7 @@ bool run_controls(AppState& app) {
   changed |= ImGui::Checkbox("backward", &app.params.backward);
   help("Also trace the backward pass (dQ, dK, dV): KV and dKV travel the ring the other way.");
   if (changed) app.rebuild_run();
-  if (!app.run_error.empty()) ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.run_error.c_str());
+  if (!app.run_error.empty()) error_text(app.run_error);
   return changed;
 }
 

@@ -33,7 +33,7 @@ void panel_scheduler(AppState& app) {
   help("l2: Megatron's (L/1024)^2 / cp (then 'every sequence on all ranks' is always best). overhead: adds "
        "linear work, ring latency, unhidden KV transfer and a fixed cost per CP group, which makes the choice real.");
   if (changed) app.rebuild_sched();
-  if (!app.sched_error.empty()) ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.sched_error.c_str());
+  if (!app.sched_error.empty()) error_text(app.sched_error);
 }
 
 }  // namespace cplab::viz
