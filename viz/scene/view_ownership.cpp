@@ -157,6 +157,31 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   s.text(x0, y + 2 * kStripH + 2, "top: owning rank, bottom: index in that rank's local buffer", kLight);
   y += 2 * kStripH + 24;
+  // each rank's local buffer in local order: which global tokens it holds (Partition::indices)
+  if (spec.mode() != Mode::a2a_p2p) {
+    const index_t n = part.local_len(), shown = std::min<index_t>(n, Z);
+    const int rows = std::min<int>(P, static_cast<int>((H - y - 44) / 20));
+    if (rows >= 1) {
+      s.text(8, y, "local buffers", kText);
+      s.text(8, y + 16, "(global token", kLight);
+      s.text(8, y + 32, " in each slot)", kLight);
+    }
+    for (int r = 0; r < rows; ++r) {
+      const std::vector<index_t> g = part.indices(r, 0, shown);
+      const float ry = y + static_cast<float>(r) * 20;
+      for (index_t i = 0; i < shown; ++i) {
+        const float cx = x0 + static_cast<float>(i) * cw;
+        const bool real = !spec.thd() || spec.packing().real(g[static_cast<size_t>(i)]);
+        s.rect(cx, ry, cx + cw - 1, ry + 18, real ? rank_color(r, P) : Rgba{45, 45, 50, 255}, kNone, "buffer", r);
+        s.prims.back().id = static_cast<int>(g[static_cast<size_t>(i)]);
+        if (cw >= 18 || g[static_cast<size_t>(i)] < 100) s.text(cx + 2, ry + 2, std::to_string(g[static_cast<size_t>(i)]), Rgba{30, 30, 30, 255});
+      }
+      s.text(x0 - 30, ry + 2, "r" + std::to_string(r), kLight);
+      if (shown < n) s.text(x0 + static_cast<float>(shown) * cw + 2, ry + 2, "...", kLight);
+    }
+    if (rows < P && rows >= 1) s.text(x0, y + static_cast<float>(rows) * 20, "(ranks " + std::to_string(rows) + ".." + std::to_string(P - 1) + " below the canvas' edge)", kLight);
+    y += static_cast<float>(rows) * 20 + 24;
+  }
   // hierarchical: inner all-to-all groups (contiguous ranks) and outer rings (strided ranks)
   if (spec.mode() == Mode::a2a_p2p) {  // the spec has icp x ocp = cp
     const index_t icp = spec.icp(), ocp = spec.ocp();
@@ -175,6 +200,7 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
     s.notes.push_back("a2a+p2p grid: column p = inner all-to-all group (ranks p*icp .. p*icp+icp-1, head groups), "
                       "row a = outer ring (ranks a, icp+a, ...), KV moves along rows");
   }
+  draw_rank_legend(s, 8, H - 16, W - 16, P);
   s.notes.push_back("* = the run's layout (--layout). Colours: one per rank; a pixel holding several ranks' tokens shows their mix.");
   return s;
 }
