@@ -32,6 +32,10 @@ run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 0 ring_a2a.png
 run --view ring --cp 64 --seq 1048576 --heads 32 --kv-heads 8 --head-dim 128 --step 5 ring_1m.png
 run --view masks --cp 4 --seq 32 masks.png
 run --view masks --cp 4 --seq 32 --layout contiguous masks_contiguous.png
+run --view masks --mode a2a --cp 4 --seq 32 --kv-heads 4 masks_a2a.png
+run --view masks --cp 2 --cu-seqlens 0,12,36,42 --pad masks_packed.png
+run --view ring --cp 4 --seq 32 --layout striped --step 3 ring_striped_step3.png
+run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 2 ring_a2a_output.png
 run --view scheduler --ranks 8 scheduler.png
 if ((check)); then
   if ((${#stale[@]})); then
