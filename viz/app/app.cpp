@@ -51,9 +51,7 @@ void help(const char* text) {
   }
 }
 
-namespace {
-
-Scene build(const AppState& a, const ViewState& vs, float W, float H) {
+Scene build_view(const AppState& a, const ViewState& vs, float W, float H) {
   const std::string& v = view_names()[static_cast<size_t>(a.view)];
   if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : Scene{W, H, "no schedule: " + a.sched_error, {}, {}, {}};
   if (!a.run_ok) return Scene{W, H, "no run: " + a.run_error, {}, {}, {}};
@@ -62,8 +60,6 @@ Scene build(const AppState& a, const ViewState& vs, float W, float H) {
   if (v == "masks") return masks_view(a.run, vs, W, H);
   return timeline_view(a.run, vs, W, H);
 }
-
-}  // namespace
 
 void draw_frame(AppState& app, float W, float H, double dt) {
   const float cw = app.controls ? 360.0f : 0.0f;
@@ -110,7 +106,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
   vs.mx = mouse.x - origin.x, vs.my = mouse.y - origin.y;
-  const Scene s = build(app, vs, cvw, cvh);
+  const Scene s = build_view(app, vs, cvw, cvh);
   ImGui::TextUnformatted(s.title.c_str());
   draw_scene(s, ImGui::GetWindowDrawList(), origin);
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});

@@ -2,7 +2,8 @@
 // (--headless), or the frame-build benchmark (--bench-frames).
 //
 //   cplab-viz [run and batch options]                                  the app (needs a display)
-//   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG, then exit
+//   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG (its title and
+//                                                                      notes printed), then exit
 //   cplab-viz --bench-frames N --view V [...]                           mean CPU time to build a frame
 // The options, their rules and the models they build are viz/cli/viz_cli.h's; every exception ends
 // as "cplab-viz: error: <rule>" and exit 2 (app/cli_common.h).
@@ -42,6 +43,12 @@ int main(int argc, char** argv) {
       if (!app.run_ok) app.rebuild_run();
       if (!app.sched_ok) app.rebuild_sched();
     }
-    return run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
+    const int rc = run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
+    if (rc == 0 && L.headless) {  // the picture's words, for a reader or a script (tests/viz_plan_check.py)
+      const Scene s = build_view(app, app.vs, static_cast<float>(L.W), static_cast<float>(L.H));
+      std::printf("  %s\n", s.title.c_str());
+      for (const std::string& n : s.notes) std::printf("  %s\n", n.c_str());
+    }
+    return rc;
   });
 }
