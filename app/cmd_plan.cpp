@@ -1,8 +1,9 @@
 // cmd_plan.cpp: `cplab plan`: which CP mode for an attention shape on N GPUs, by the performance model.
 //
-// What it is: options -> PlanProblem + PerfAssumptions (presets, --tflops, --calibration), the
-// candidates of planner.h, a table (predicted forward / backward time per layer, efficiency,
-// exposed communication), the recommendation, and every assumption the numbers rest on.
+// What it is: options -> PlanProblem + PerfAssumptions (presets, --tflops, --calibration, checked
+// by plan/perf_options.h, which cplab-viz's timeline shares), the candidates of planner.h, a table
+// (predicted forward / backward time per layer, efficiency, exposed communication), the
+// recommendation, and every assumption the numbers rest on.
 // What it is not: a measurement; the model is perf_model.h.
 #include <cstdio>
 #include <iostream>
@@ -11,7 +12,7 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "core/util.h"
+#include "plan/perf_options.h"
 #include "plan/planner.h"
 
 namespace cplab::app {
@@ -19,10 +20,9 @@ namespace cplab::app {
 namespace {
 
 struct PlanOptions {
-  index_t seq = 131072, heads = 32, kv_heads = 8, head_dim = 128, gpus = 8, gpus_per_node = 8;
+  index_t seq = 131072, heads = 32, kv_heads = 8, head_dim = 128, gpus = 8;
   bool no_causal = false, forward_only = false, json = false;
-  std::string gpu = "h100", intra = "nvlink4", inter = "ib-ndr", calibration;
-  double tflops = 0, bwd_tflops = 0, tau_us = 5;
+  PerfOptions perf;  // --gpu, --intra, --inter, --gpus-per-node, --tau-us, --tflops, --bwd-tflops, --calibration
 };
 
 std::string sizes_of(const PlanOption& o) {
@@ -33,25 +33,13 @@ std::string sizes_of(const PlanOption& o) {
 
 int plan_action(const PlanOptions& o) {
   const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, !o.no_causal, !o.forward_only};
-  check_plan_problem(p, o.gpus_per_node);  // the sizes' limits, before anything is derived from them
-  require(o.gpus % o.gpus_per_node == 0 || o.gpus < o.gpus_per_node,
-          "gpus " + std::to_string(o.gpus) + " must fill whole nodes of gpus-per-node = " + std::to_string(o.gpus_per_node));
-  PerfAssumptions a;
-  a.gpu = gpu_preset(o.gpu);
-  a.intra = link_preset(o.intra);
-  a.inter = link_preset(o.inter);
-  a.gpus_per_node = o.gpus_per_node;
-  a.tau_us = o.tau_us;
-  // rates and costs a GPU can have: a prediction from 1e300 us per tile or 1e-300 TFLOP/s is noise
-  for (const auto& [name, v] : {std::pair<const char*, double>{"--tflops", o.tflops}, {"--bwd-tflops", o.bwd_tflops}})
-    require(v == 0 || (v >= 1e-3 && v <= 1e5), std::string(name) + " " + approx(v) + " must be 0 (the preset) or in [0.001, 100000] TFLOP/s");
-  require(o.tau_us >= 0 && o.tau_us <= 1e6, "--tau-us " + approx(o.tau_us) + " must be in [0, 1000000] microseconds per tile");
-  if (o.tflops > 0) a.gpu.fwd_tflops = o.tflops, a.gpu.bwd_tflops = o.bwd_tflops > 0 ? o.bwd_tflops : 0.85 * o.tflops;
-  else if (o.bwd_tflops > 0) a.gpu.bwd_tflops = o.bwd_tflops;
-  if (!o.calibration.empty()) a.calibration = read_calibration(o.calibration);
+  const index_t gpus_per_node = o.perf.gpus_per_node;
+  check_plan_problem(p, gpus_per_node);  // the sizes' limits, before anything is derived from them
+  check_whole_nodes(o.gpus, gpus_per_node);
+  const PerfAssumptions a = perf_assumptions(o.perf);  // presets, rates, tau, calibration (shared with cplab-viz)
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   const std::vector<PlanOption> opts = plan_options(p, a);
-  const index_t nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
+  const index_t nodes = (o.gpus + gpus_per_node - 1) / gpus_per_node;
   if (o.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const PlanOption& x : opts) {
@@ -66,7 +54,7 @@ int plan_action(const PlanOptions& o) {
       rows.push_back(r);
     }
     std::cout << nlohmann::json{{"seq", o.seq}, {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim},
-                                {"gpus", o.gpus}, {"gpus_per_node", o.gpus_per_node}, {"causal", p.causal}, {"backward", p.backward},
+                                {"gpus", o.gpus}, {"gpus_per_node", gpus_per_node}, {"causal", p.causal}, {"backward", p.backward},
                                 {"options", rows}, {"recommended", opts.front().valid ? opts.front().label : ""},
                                 {"assumptions", a.to_json()}}
                      .dump(2)
@@ -77,7 +65,7 @@ int plan_action(const PlanOptions& o) {
               "on %lld GPUs (%lld per node, %lld node%s), one layer, predicted by the model of reference/plan/perf_model.h\n\n",
               static_cast<long long>(o.seq), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
               static_cast<long long>(o.head_dim), p.causal ? "causal" : "not causal", p.backward ? "forward + backward" : "forward only",
-              static_cast<long long>(o.gpus), static_cast<long long>(o.gpus_per_node), static_cast<long long>(nodes), nodes == 1 ? "" : "s");
+              static_cast<long long>(o.gpus), static_cast<long long>(gpus_per_node), static_cast<long long>(nodes), nodes == 1 ? "" : "s");
   std::printf("%-22s %-22s %9s %9s %10s %11s %12s  %s\n", "candidate", "sizes", "fwd (ms)", "bwd (ms)", "total (ms)", "efficiency", "exposed comm", "notes");
   for (const PlanOption& x : opts) {
     if (!x.valid) continue;
@@ -107,7 +95,7 @@ int plan_action(const PlanOptions& o) {
               a.gpu.name.c_str(), a.gpu.fwd_tflops, a.gpu.bwd_tflops, a.calibration.empty() ? "" : (" (per tile from " + a.calibration.source + ")").c_str(),
               a.gpu.hbm_TBps, a.gpu.source.c_str(), a.intra.name.c_str(), a.intra.p2p_GBps, a.intra.allgather_GBps, a.intra.a2a_GBps,
               a.intra.alpha_us, a.intra.source.c_str(), a.inter.name.c_str(), a.inter.p2p_GBps, a.inter.allgather_GBps,
-              a.inter.a2a_GBps, a.inter.alpha_us, a.inter.source.c_str(), a.tau_us, static_cast<long long>(o.gpus_per_node));
+              a.inter.a2a_GBps, a.inter.alpha_us, a.inter.source.c_str(), a.tau_us, static_cast<long long>(gpus_per_node));
   return 0;
 }
 
@@ -124,16 +112,16 @@ void setup_plan(CLI::App& app, int& status) {
   sub->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
   sub->add_option("--head-dim", o->head_dim, "head dim")->capture_default_str();
   sub->add_option("--gpus", o->gpus, "GPUs in the CP group")->capture_default_str();
-  sub->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (NVLink inside, the inter-node link across)")->capture_default_str();
+  sub->add_option("--gpus-per-node", o->perf.gpus_per_node, "GPUs per node (NVLink inside, the inter-node link across)")->capture_default_str();
   sub->add_flag("--no-causal", o->no_causal, "full (bidirectional) attention instead of causal");
   sub->add_flag("--forward-only", o->forward_only, "predict the forward pass only (inference prefill)");
-  sub->add_option("--gpu", o->gpu, "GPU preset: h100 | h200 | h800")->capture_default_str();
-  sub->add_option("--intra", o->intra, "link inside a node: nvlink4 | ib-ndr | pcie5 | h800-nvlink")->capture_default_str();
-  sub->add_option("--inter", o->inter, "link across nodes: nvlink4 | ib-ndr | pcie5 | h800-nvlink")->capture_default_str();
-  sub->add_option("--tflops", o->tflops, "override the forward attention TFLOP/s (backward: 0.85x unless --bwd-tflops)");
-  sub->add_option("--bwd-tflops", o->bwd_tflops, "override the backward attention TFLOP/s");
-  sub->add_option("--calibration", o->calibration, "measured single-GPU throughput: `cplab-bench attention --json FILE` output");
-  sub->add_option("--tau-us", o->tau_us, "fixed cost per tile in microseconds")->capture_default_str();
+  sub->add_option("--gpu", o->perf.gpu, "GPU preset: " + preset_choices(gpu_preset_names()))->capture_default_str();
+  sub->add_option("--intra", o->perf.intra, "link inside a node: " + preset_choices(link_preset_names()))->capture_default_str();
+  sub->add_option("--inter", o->perf.inter, "link across nodes: " + preset_choices(link_preset_names()))->capture_default_str();
+  sub->add_option("--tflops", o->perf.tflops, "override the forward attention TFLOP/s (backward: 0.85x unless --bwd-tflops)");
+  sub->add_option("--bwd-tflops", o->perf.bwd_tflops, "override the backward attention TFLOP/s");
+  sub->add_option("--calibration", o->perf.calibration, "measured single-GPU throughput: `cplab-bench attention --json FILE` output");
+  sub->add_option("--tau-us", o->perf.tau_us, "fixed cost per tile in microseconds")->capture_default_str();
   sub->add_flag("--json", o->json, "print JSON");
   sub->callback([o, &status] { status = plan_action(*o); });
 }

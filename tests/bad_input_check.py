@@ -191,6 +191,16 @@ if VIZ:
     case("viz_unknown_option", ["--veiw", "ring"] + bench, needle="--view", **viz)  # CLI11 exited 109 here
     case("viz_bad_number", ["--cp", "four"] + bench, needle="--cp", **viz)          # CLI11 exited 105 here
     case("viz_missing_value", ["--cp"], needle="--cp", **viz)
+    # the timeline's model: cplab plan's presets and rules (plan/perf_options.h)
+    tl = ["--view", "timeline", "--cp", "8", "--seq", "64"] + bench
+    case("viz_link_unknown", tl + ["--link", "ethernet"], needle="link preset 'ethernet' is not one of: nvlink4, ib-ndr, pcie5, h800-nvlink, eth100", **viz)
+    case("viz_link_and_intra", tl + ["--link", "eth100", "--intra", "nvlink4"], needle="excludes --link", **viz)
+    case("viz_gpu_unknown", tl + ["--gpu", "b200"], needle="gpu preset 'b200' is not one of: h100, h200, h800", **viz)
+    case("viz_gpus_per_node_zero", tl + ["--gpus-per-node", "0"], needle="gpus-per-node 0 must be >= 1", **viz)
+    case("viz_tau_negative", tl + ["--tau-us", "-1"], needle="--tau-us -1 must be in [0, 1000000]", **viz)
+    case("viz_cp_whole_nodes", ["--view", "timeline", "--cp", "12", "--seq", "96"] + bench,
+         needle="cp 12 must fill whole nodes of gpus-per-node = 8", **viz)
+    case("viz_cp_whole_nodes_ring", ["--view", "ring", "--cp", "12", "--seq", "96"] + bench, rc=0, **viz)  # only the timeline needs them
 # ---- B. outputs written whole (i19-outputs) --------------------------------------------------------
 # Every output is written to a temporary file in its folder and renamed when the run succeeded: after
 # any failed run an existing output file is byte-identical, and no ".cplab-tmp-" file is left.

@@ -2,9 +2,11 @@
 // notes' formulas (performance-anchors.md §3, §4), evaluated on planned traces; and the planner.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "plan/perf_options.h"
 #include "plan/planner.h"
 #include "plan/trace_plan.h"
 
@@ -122,6 +124,52 @@ TEST_CASE("planner: candidates, the rules that forbid some, and presets by name"
   CHECK(o.front().valid);
   for (size_t i = 1; i < o.size(); ++i)
     if (o[i].valid) CHECK(o[i - 1].pred.total_us() <= o[i].pred.total_us());
-  CHECK_THROWS_WITH_AS(link_preset("ethernet"), "link preset 'ethernet' is not one of: nvlink4, ib-ndr, pcie5, h800-nvlink", Error);
+  CHECK_THROWS_WITH_AS(link_preset("ethernet"), "link preset 'ethernet' is not one of: nvlink4, ib-ndr, pcie5, h800-nvlink, eth100", Error);
   CHECK_THROWS_WITH_AS(gpu_preset("b200"), "gpu preset 'b200' is not one of: h100, h200, h800", Error);
+}
+
+TEST_CASE("perf model: every rank's compute and comm per step and every tile's time (and the rules cplab plan and cplab-viz share)") {
+  PerfOptions o;
+  o.intra = o.inter = "eth100";
+  o.gpus_per_node = 2;
+  const PerfAssumptions a = perf_assumptions(o);
+  CHECK(a.intra.p2p_GBps == 11.5);
+  const RunSpec s = spec(Mode::p2p, Layout::zigzag, 4, 4 * 1024, 8, 8, true);
+  const Trace t = plan_trace(s);
+  const PerfPrediction p = predict(t, s, a);
+  REQUIRE(p.tile_us.size() == t.events().size());
+  std::vector<std::vector<double>> tiles(p.steps.size(), std::vector<double>(4, 0.0));
+  const auto steps = t.steps();
+  for (size_t i = 0; i < t.events().size(); ++i) {
+    const Event& e = t.events()[i];
+    const auto k = static_cast<size_t>(std::find(steps.begin(), steps.end(), std::make_pair(e.phase, e.step)) - steps.begin());
+    if (e.kind == EventKind::tile) tiles[k][static_cast<size_t>(e.rank)] += p.tile_us[i];
+    else CHECK(p.tile_us[i] == 0);
+  }
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const StepTime& st = p.steps[k];
+    REQUIRE((st.rank_compute_us.size() == 4 && st.rank_comm_us.size() == 4));
+    CHECK(st.compute_us == *std::max_element(st.rank_compute_us.begin(), st.rank_compute_us.end()));
+    CHECK(st.comm_us == *std::max_element(st.rank_comm_us.begin(), st.rank_comm_us.end()));
+    for (size_t r = 0; r < 4; ++r) {
+      CHECK(tiles[k][r] == doctest::Approx(st.rank_compute_us[r]));
+      CHECK(st.time_us >= std::max(st.rank_compute_us[r], st.rank_comm_us[r]));
+      // ranks 0, 1 on node 0 and 2, 3 on node 1: a sending rank pays at least its link's alpha
+      if (st.rank_comm_us[r] > 0) CHECK(st.rank_comm_us[r] >= a.intra.alpha_us);
+    }
+  }
+  // the rules, with cplab plan's messages
+  PerfOptions bad = o;
+  bad.gpu = "b200";
+  CHECK_THROWS_WITH_AS(perf_assumptions(bad), "gpu preset 'b200' is not one of: h100, h200, h800", Error);
+  bad = o, bad.tau_us = -1;
+  CHECK_THROWS_WITH_AS(perf_assumptions(bad), "--tau-us -1 must be in [0, 1000000] microseconds per tile", Error);
+  bad = o, bad.gpus_per_node = 0;
+  CHECK_THROWS_WITH_AS(perf_assumptions(bad), "gpus-per-node 0 must be >= 1", Error);
+  bad = o, bad.tflops = 1e9;
+  CHECK_THROWS_WITH_AS(perf_assumptions(bad), "--tflops 1e+09 must be 0 (the preset) or in [0.001, 100000] TFLOP/s", Error);
+  CHECK_THROWS_WITH_AS(check_whole_nodes(12, 8), "gpus 12 must fill whole nodes of gpus-per-node = 8", Error);
+  CHECK_THROWS_WITH_AS(check_whole_nodes(12, 8, "cp"), "cp 12 must fill whole nodes of gpus-per-node = 8", Error);
+  CHECK_NOTHROW(check_whole_nodes(4, 8));
+  CHECK_NOTHROW(check_whole_nodes(16, 8));
 }

@@ -207,8 +207,23 @@ TEST_CASE("viz scene JSON: every view x mode x layout x packing x causal at cp 1
         }
         CHECK(seen == c.P());
       }
-      // timeline: nothing off the canvas
-      check_geometry(timeline_view(m, ViewState{}, kW, kH));
+      // timeline: nothing off the canvas; every send of the trace drawn once, with its bytes and a time
+      {
+        const Scene s = timeline_view(m, ViewState{}, kW, kH);
+        check_geometry(s);
+        const json j = scene_json(s, "timeline");
+        std::multiset<std::tuple<std::string, int, int, int, std::string, std::int64_t>> want, got;
+        for (const Event& e : ev)
+          if (e.kind == EventKind::send) want.insert({to_string(e.phase), e.step, e.rank, e.peer, e.tensor, e.bytes});
+        for (const json& x : j["messages"]) {
+          got.insert({x["phase"].get<std::string>(), x["step"].get<int>(), x["sender"].get<int>(), x["receiver"].get<int>(),
+                      x["tensor"].get<std::string>(), x["bytes"].get<std::int64_t>()});
+          REQUIRE(x.contains("start_us"));
+          CHECK(x["start_us"].get<double>() >= 0);
+          CHECK(x["end_us"].get<double>() >= x["start_us"].get<double>());
+        }
+        CHECK(got == want);
+      }
     }
   }
   // the reference accepts every mode somewhere in this grid (a refusal is a rule, a missing mode a bug)

@@ -24,6 +24,8 @@ const std::vector<LinkPreset>& links() {
        46, 46, 48, 35},
       {"pcie5", "PCIe Gen5 x16: 64 GB/s line rate per direction, assumed 80% achieved; not measured", 51, 51, 51, 20},
       {"h800-nvlink", "H800 NVLink: ~160 GB/s per direction measured (DeepSeek-V3 #28), the link of ring-flash-attention's table", 160, 160, 160, 15},
+      {"eth100", "100 GbE RoCE v2, one 100G NIC per GPU: 12.5 GB/s line rate per direction, assumed ~92% achieved by NCCL on large messages (11.5 GB/s) for send/recv and all-gather, all-to-all assumed 10 GB/s (many flows, congestion control); alpha: a 30-50 us placeholder; not measured",
+       11.5, 11.5, 10, 40},
   };
   return v;
 }
@@ -118,6 +120,10 @@ json PerfAssumptions::to_json() const {
               {"calibration", calibration.empty() ? json(nullptr) : json(calibration.source)}};
 }
 
+// the trace's messages carry the run's dtype (float or double); the model sends bf16 (or
+// bytes_per_element), dK/dV included, as Transformer Engine does
+double wire_scale(const RunSpec& spec, const PerfAssumptions& a) { return a.bytes_per_element / (spec.dtype == "double" ? 8.0 : 4.0); }
+
 PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a) {
   require(a.gpus_per_node >= 1, "gpus per node must be >= 1");
   require(a.gpu.fwd_tflops > 0 && a.gpu.bwd_tflops > 0 && a.gpu.hbm_TBps > 0, "the GPU's TFLOP/s and HBM TB/s must be positive");
@@ -132,9 +138,7 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
   auto bandwidth = [](const LinkPreset& l, const std::string& op) {
     return (op == "all_to_all" ? l.a2a_GBps : op == "p2p" ? l.p2p_GBps : l.allgather_GBps) * 1e9;
   };
-  // the trace's messages carry the run's dtype (float or double); the model sends bf16 (or
-  // bytes_per_element), dK/dV included, as Transformer Engine does
-  const double elem_scale = a.bytes_per_element / (spec.dtype == "double" ? 8.0 : 4.0);
+  const double elem_scale = wire_scale(spec, a);
   const auto steps = trace.steps();
   std::map<std::pair<Phase, int>, size_t> index;
   for (size_t i = 0; i < steps.size(); ++i) index[steps[i]] = i;
@@ -144,7 +148,10 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
   std::vector<std::vector<std::array<bool, 2>>> used(steps.size(), std::vector<std::array<bool, 2>>(static_cast<size_t>(N), {false, false}));
   std::vector<char> merged(static_cast<size_t>(N), 0);
   double useful[2] = {0, 0};
-  for (const Event& e : trace.events()) {
+  PerfPrediction p;
+  p.tile_us.assign(trace.events().size(), 0.0);
+  for (size_t i = 0; i < trace.events().size(); ++i) {
+    const Event& e = trace.events()[i];
     const size_t s = index.at({e.phase, e.step});
     const auto r = static_cast<size_t>(e.rank);
     if (e.kind == EventKind::tile) {
@@ -152,12 +159,16 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
       double rows = 0;
       for (const Span& sp : e.rows) rows += static_cast<double>(sp.count);
       const bool causal = e.mask != "none";
-      compute[s][r] += static_cast<double>(e.flops) / rate(e.phase, causal, rows) * 1e6 + a.tau_us;
+      double& t = p.tile_us[i];
+      t = static_cast<double>(e.flops) / rate(e.phase, causal, rows) * 1e6 + a.tau_us;
+      compute[s][r] += t;
       useful[e.phase == Phase::fwd ? 0 : 1] += static_cast<double>(e.flops);
       if (e.phase == Phase::fwd) {
         if (merged[r]) {  // every forward partial after the first is merged into the accumulator
           const double heads = static_cast<double>(e.flops) / (2.0 * static_cast<double>(e.pairs) * (d + dv));
-          compute[s][r] += rows * heads * (dv * (a.bytes_per_element + 8) + 12) / (a.gpu.hbm_TBps * 1e12) * 1e6;
+          const double merge = rows * heads * (dv * (a.bytes_per_element + 8) + 12) / (a.gpu.hbm_TBps * 1e12) * 1e6;
+          compute[s][r] += merge;
+          t += merge;
         }
         merged[r] = 1;
       }
@@ -168,13 +179,13 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
       used[s][r][static_cast<size_t>(cls)] = true;
     }
   }
-  PerfPrediction p;
   for (size_t s = 0; s < steps.size(); ++s) {
-    StepTime st{steps[s].first, steps[s].second, 0, 0, 0};
+    StepTime st{steps[s].first, steps[s].second, 0, 0, 0, compute[s], std::vector<double>(static_cast<size_t>(N), 0.0)};
     for (size_t r = 0; r < static_cast<size_t>(N); ++r) {
       double c = 0;
       for (int cls = 0; cls < 2; ++cls)
         if (used[s][r][static_cast<size_t>(cls)]) c = std::max(c, (cls == 0 ? a.intra : a.inter).alpha_us + comm[s][r][static_cast<size_t>(cls)]);
+      st.rank_comm_us[r] = c;
       st.compute_us = std::max(st.compute_us, compute[s][r]);
       st.comm_us = std::max(st.comm_us, c);
       st.time_us = std::max(st.time_us, std::max(compute[s][r], c));

@@ -13,6 +13,8 @@
 //   step           = max over ranks of max(compute, comm): what a step posts it overlaps with its
 //                    own compute (the reference's convention: a ring step's KV transfer runs beside
 //                    its tiles; a collective alone in its step is exposed)
+// The prediction keeps every rank's compute and comm per step and every tile's time, so that a
+// timeline (cplab-viz) draws this model's numbers rather than a second copy of it.
 // Ranks are numbered node-major: rank r lives on node r / gpus_per_node. The efficiency is the
 // useful (dense, single-device) FLOPs over N * F * time: 1 means every rank computed its share at
 // the kernel's rate with nothing exposed. F comes from a GPU preset, a --tflops override, or a
@@ -39,7 +41,7 @@ struct LinkPreset {
   double p2p_GBps = 0, allgather_GBps = 0, a2a_GBps = 0;  // achieved per-direction bandwidth per GPU
   double alpha_us = 0;                                    // per-step latency of one transfer
 };
-LinkPreset link_preset(const std::string& name);  // "nvlink4" | "ib-ndr" | "pcie5" | "h800-nvlink"
+LinkPreset link_preset(const std::string& name);  // "nvlink4" | "ib-ndr" | "pcie5" | "h800-nvlink" | "eth100"
 std::vector<std::string> link_preset_names();
 
 struct GpuPreset {
@@ -85,15 +87,24 @@ struct StepTime {
   Phase phase = Phase::fwd;
   int step = 0;
   double compute_us = 0, comm_us = 0, time_us = 0;  // slowest rank's compute and comm, the step
+  // per rank r: its compute (its tiles' tile_us summed, to rounding) and its comm (over the link
+  // classes it sends on, the slowest of alpha + bytes / B; 0 if it sends nothing); compute_us and
+  // comm_us above are their maxima, time_us the max of both
+  std::vector<double> rank_compute_us, rank_comm_us;
 };
 
 struct PerfPrediction {
   double fwd_us = 0, bwd_us = 0;
   double exposed_comm_us = 0;           // sum over steps of (step - slowest compute)
   double efficiency_fwd = 0, efficiency_bwd = 0;
-  std::vector<StepTime> steps;
+  std::vector<StepTime> steps;          // in the order of trace.steps()
+  std::vector<double> tile_us;          // per trace event: a tile's modelled time (flops / F + tau + its merge); 0 for messages and skipped tiles
   double total_us() const { return fwd_us + bwd_us; }
 };
+
+// bytes on the wire per byte a trace message records: the trace carries the run's dtype (float or
+// double), the model sends a.bytes_per_element per element (bf16: 2), dK and dV included
+double wire_scale(const RunSpec& spec, const PerfAssumptions& a);
 
 PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a);
 

@@ -18,9 +18,13 @@ void check_range(index_t v, const char* what, index_t hi, const std::string& why
 
 }  // namespace
 
+void check_gpus_per_node(index_t gpus_per_node) {
+  check_range(gpus_per_node, "gpus-per-node", kMaxGpusPerNode, "more than any NVLink domain");
+}
+
 void check_plan_problem(const PlanProblem& p, index_t gpus_per_node) {
   check_range(p.gpus, "gpus", kMaxRanks, "a plan traces every rank, as the CPU reference simulates them");
-  check_range(gpus_per_node, "gpus-per-node", kMaxGpusPerNode, "more than any NVLink domain");
+  check_gpus_per_node(gpus_per_node);
   check_range(p.seq, "seq", kMaxPackedTokens, "2^40 tokens, the most cplab takes");
   check_range(p.heads, "heads", kMaxHeads, "cplab's limit on head counts and head dims");
   check_range(p.kv_heads, "kv-heads", kMaxHeads, "cplab's limit on head counts and head dims");

@@ -38,6 +38,7 @@ struct PlanOption {
 // the planner's FLOP and trace-memory limits (trace_plan.h), or is listed with the rule it breaks.
 inline constexpr index_t kMaxGpusPerNode = 4096;
 void check_plan_problem(const PlanProblem& p, index_t gpus_per_node);
+void check_gpus_per_node(index_t gpus_per_node);  // the gpus-per-node rule alone (perf_options.h)
 
 // check_plan_problem(p, a.gpus_per_node), then every candidate, sorted
 std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a);

@@ -57,9 +57,7 @@ void error_text(const std::string& text) {
   ImGui::PopStyleColor();
 }
 
-namespace {
-
-Scene build(const AppState& a, const ViewState& vs, float W, float H) {
+Scene build_view(const AppState& a, const ViewState& vs, float W, float H) {
   const std::string& v = view_names()[static_cast<size_t>(a.view)];
   auto nothing = [&](std::string title) {  // no model yet: the rule it breaks, as the title
     Scene s;
@@ -73,8 +71,6 @@ Scene build(const AppState& a, const ViewState& vs, float W, float H) {
   if (v == "masks") return masks_view(a.run, vs, W, H);
   return timeline_view(a.run, vs, W, H);
 }
-
-}  // namespace
 
 void draw_frame(AppState& app, float W, float H, double dt) {
   const float cw = app.controls ? 360.0f : 0.0f;
@@ -121,7 +117,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
   vs.mx = mouse.x - origin.x, vs.my = mouse.y - origin.y;
-  const Scene s = build(app, vs, cvw, cvh);
+  const Scene s = build_view(app, vs, cvw, cvh);
   ImGui::TextUnformatted(s.title.c_str());
   draw_scene(s, ImGui::GetWindowDrawList(), origin);
   // an edit that broke a rule leaves the previous model on screen: dimmed and marked stale

@@ -33,6 +33,8 @@ struct AppState {
 
 // one frame of the whole app, W x H pixels (call between ImGui::NewFrame and ImGui::Render)
 void draw_frame(AppState& app, float W, float H, double dt_seconds);
+// the Scene of the current view on a W x H canvas (or the rule its model broke, as its title)
+Scene build_view(const AppState& app, const ViewState& vs, float W, float H);
 
 // the "(?)" marker: hovering it shows `text`
 void help(const char* text);

@@ -2,7 +2,8 @@
 // (--headless), or the frame-build benchmark (--bench-frames).
 //
 //   cplab-viz [run and batch options]                                  the app (needs a display)
-//   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG, then exit
+//   cplab-viz --headless --view V --out FILE.png [--size WxH] [...]     one view to a PNG (its title and
+//                                                                      notes printed), then exit
 //             [--scene-json FILE.json]                                 and what it drew, as data
 //   cplab-viz --bench-frames N --view V [...]                           mean CPU time to build a frame
 // The options, their rules and the models they build are viz/cli/viz_cli.h's; every exception ends
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
       check_writable(L.scene_json, "--scene-json");
     }
     const int rc = run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
+    if (rc == 0 && L.headless) {  // the picture's words, for a reader or a script (tests/viz_plan_check.py)
+      std::printf("  %s\n", app.last.title.c_str());
+      for (const std::string& n : app.last.notes) std::printf("  %s\n", n.c_str());
+    }
     if (rc == 0 && !L.scene_json.empty()) {
       const std::string text = scene_json(app.last, view_names()[static_cast<size_t>(L.view)]).dump(1) + "\n";
       write_file_whole(L.scene_json, "--scene-json", [&](std::ostream& out) { out << text; });

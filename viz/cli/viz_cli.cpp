@@ -73,7 +73,20 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
   cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str();
   cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip");
-  cli.add_option("--trace", p.trace_file, "timeline view: a trace file from `cplab run --trace`");
+  cli.add_option("--trace", p.trace_file, "timeline view: a trace file from `cplab run --trace` or `cplab-bench cp --trace`\n"
+                                          "(its measured times; without it the run is modelled as by cplab plan)");
+  // the timeline's model: cplab plan's options, defaults and rules (plan/perf_options.h)
+  PerfOptions& perf = p.perf;
+  std::string link;
+  cli.add_option("--gpu", perf.gpu, "timeline: GPU preset: " + preset_choices(gpu_preset_names()))->capture_default_str();
+  CLI::Option* intra = cli.add_option("--intra", perf.intra, "timeline: link inside a node: " + preset_choices(link_preset_names()))
+                           ->capture_default_str();
+  CLI::Option* inter = cli.add_option("--inter", perf.inter, "timeline: link across nodes: " + preset_choices(link_preset_names()))
+                           ->capture_default_str();
+  cli.add_option("--link", link, "timeline: one link preset for both --intra and --inter")->excludes(intra)->excludes(inter);
+  cli.add_option("--gpus-per-node", perf.gpus_per_node, "timeline: GPUs per node (the intra link inside, the inter link across);\n"
+                                                        "cp must fill whole nodes, as in cplab plan")->capture_default_str();
+  cli.add_option("--tau-us", perf.tau_us, "timeline: fixed cost per tile in microseconds")->capture_default_str();
   cli.add_option("--ranks", p.ranks, "scheduler: ranks")->capture_default_str();
   cli.add_option("--max-seqlen-per-rank", p.max_per_rank, "scheduler: tokens per rank")->capture_default_str();
   cli.add_option("--lengths", p.lengths, "scheduler: the batch")->capture_default_str();
@@ -98,6 +111,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   require(!L.headless || !L.out.empty(), "--headless needs --out FILE.png");
   require(L.out.empty() || L.headless, "--out needs --headless");
   require(L.scene_json.empty() || L.headless, "--scene-json needs --headless (it records the frame the PNG shows)");
+  if (cli.get_option("--link")->count() > 0) perf.intra = perf.inter = link;  // an empty or unknown name: link_preset says so
   for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"--trace", &p.trace_file},
                                    {"--dist", &p.dist}, {"--schedule-json", &p.schedule_json}, {"--out", &L.out},
                                    {"--scene-json", &L.scene_json}})
@@ -115,6 +129,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
     return L;
   }
   L.run = RunModel::build(p);
+  require(view != "timeline" || L.run->why_no_model.empty(), L.run->why_no_model);  // the timeline's model needs it; other views do not
   const Phase ph = phase == "bwd" ? Phase::bwd : Phase::fwd;
   const auto& st = L.run->steps;
   const auto at = std::find(st.begin(), st.end(), std::make_pair(ph, step));

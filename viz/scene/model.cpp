@@ -1,9 +1,12 @@
-// model.cpp: building the run and schedule models from the reference, and reading the trace and
-// schedule files they may come from, every field checked (see model.h).
+// model.cpp: building the run and schedule models from the reference, the run's timeline from
+// cplab plan's model or a trace file's times, and reading the trace and schedule files they may
+// come from, every field checked (see model.h).
 #include "model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -74,6 +77,38 @@ void read_schedule_json(const std::string& path, SchedModel& m) {
   m.source = path;
 }
 
+// a planned trace's time axis from the model (model.h, Timing::model): steps one after another,
+// each rank's tiles back to back from its step's start, a message for its sender's comm time. Without
+// a prediction (why_no_model) every event sits at 0
+void model_timeline(RunModel& m) {
+  const auto& ev = m.trace.events();
+  m.timed.assign(ev.size(), {});
+  m.step_span.assign(m.steps.size(), {});
+  if (!m.pred) return;
+  const PerfPrediction& pr = *m.pred;
+  const auto P = static_cast<size_t>(m.trace.cp());
+  double t = 0;
+  for (size_t k = 0; k < m.steps.size(); ++k) {  // pr.steps are in trace.steps() order, as m.steps
+    m.step_span[k] = {t, t + pr.steps[k].time_us};
+    t = m.step_span[k].t1;
+  }
+  std::vector<double> cursor(m.steps.size() * P);  // per (step, rank): where its next tile starts
+  for (size_t k = 0; k < m.steps.size(); ++k) std::fill_n(cursor.begin() + static_cast<std::ptrdiff_t>(k * P), P, m.step_span[k].t0);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const Event& e = ev[i];
+    const auto k = static_cast<size_t>(m.step_of[i]);
+    const StepTime& st = pr.steps[k];
+    if (e.kind == EventKind::tile) {
+      double& c = cursor[k * P + static_cast<size_t>(e.rank)];
+      m.timed[i] = {c, c + pr.tile_us[i]};
+      c = m.timed[i].t1;
+    } else {  // a send lasts its rank's comm of the step; a receive, its sender's
+      const int sender = e.kind == EventKind::send ? e.rank : e.peer;
+      m.timed[i] = {m.step_span[k].t0, m.step_span[k].t0 + st.rank_comm_us[static_cast<size_t>(sender)]};
+    }
+  }
+}
+
 }  // namespace
 
 CpFields VizParams::default_fields() {
@@ -100,6 +135,7 @@ RunSpec VizParams::run_spec() const {
 
 RunModel RunModel::build(const VizParams& p) {
   RunModel m;
+  const PerfAssumptions assumed = perf_assumptions(p.perf);  // cplab plan's rules, for every view and a trace file too
   if (!p.trace_file.empty()) {
     m.trace = read_trace_file(p.trace_file);
   } else {
@@ -108,20 +144,38 @@ RunModel RunModel::build(const VizParams& p) {
   }
   m.steps = m.trace.steps();
   const auto& ev = m.trace.events();
-  m.modelled_time = std::none_of(ev.begin(), ev.end(), [](const Event& e) { return e.kind == EventKind::tile && e.dur_us > 0; });
-  // modelled: a skipped tile or a communication-only step still gets 2% of the longest tile's time
-  double longest = 0;
-  for (const Event& e : ev) longest = std::max(longest, static_cast<double>(e.flops) / (kModelTflops * 1e6));
-  m.timed = m.modelled_time ? m.trace.timeline([](const Event& e) { return static_cast<double>(e.flops) / (kModelTflops * 1e6); },
-                                               std::max(1e-9, 0.02 * longest))
-                            : m.trace.timeline([](const Event& e) { return e.dur_us; });
-  m.lanes.assign(2 * static_cast<size_t>(m.trace.cp()), {});
   m.step_of.resize(ev.size());
-  for (size_t i = 0; i < ev.size(); ++i) {
-    m.lanes[2 * static_cast<size_t>(ev[i].rank) + (ev[i].kind == EventKind::tile ? 0 : 1)].push_back(i);
-    const size_t k = m.steps.size() - 1 - static_cast<size_t>(std::find(m.steps.rbegin(), m.steps.rend(), std::make_pair(ev[i].phase, ev[i].step)) - m.steps.rbegin());
-    m.step_of[i] = static_cast<int>(k);
+  std::map<std::pair<Phase, int>, int> step_index;
+  for (size_t k = 0; k < m.steps.size(); ++k) step_index[m.steps[k]] = static_cast<int>(k);
+  for (size_t i = 0; i < ev.size(); ++i) m.step_of[i] = step_index.at({ev[i].phase, ev[i].step});
+  if (!m.from_file()) {
+    m.timing = Timing::model;
+    m.assumptions = assumed;
+    try {
+      check_whole_nodes(m.trace.cp(), assumed.gpus_per_node, "cp");  // as cplab plan; only the timeline needs it
+    } catch (const Error& e) {
+      m.why_no_model = e.what();
+    }
+    if (m.why_no_model.empty()) m.pred = predict(m.trace, *m.spec, assumed);
+    model_timeline(m);
+  } else {
+    const bool timed = std::any_of(ev.begin(), ev.end(), [](const Event& e) { return e.kind == EventKind::tile && e.dur_us > 0; });
+    m.timing = !timed ? Timing::flops : m.trace.meta().count("measured_on") ? Timing::measured_gpu : Timing::measured_cpu;
+    // no times: a skipped tile or a communication-only step still gets 2% of the longest tile's time
+    double longest = 0;
+    for (const Event& e : ev) longest = std::max(longest, static_cast<double>(e.flops) / (kFileTflops * 1e6));
+    m.timed = timed ? m.trace.timeline([](const Event& e) { return e.dur_us; })
+                    : m.trace.timeline([](const Event& e) { return static_cast<double>(e.flops) / (kFileTflops * 1e6); },
+                                       std::max(1e-9, 0.02 * longest));
+    m.step_span.assign(m.steps.size(), {INFINITY, 0});
+    for (size_t i = 0; i < ev.size(); ++i) {
+      Trace::Timed& sp = m.step_span[static_cast<size_t>(m.step_of[i])];
+      sp.t0 = std::min(sp.t0, m.timed[i].t0), sp.t1 = std::max(sp.t1, m.timed[i].t1);
+    }
   }
+  m.lanes.assign(2 * static_cast<size_t>(m.trace.cp()), {});
+  for (size_t i = 0; i < ev.size(); ++i)
+    m.lanes[2 * static_cast<size_t>(ev[i].rank) + (ev[i].kind == EventKind::tile ? 0 : 1)].push_back(i);
   for (auto& lane : m.lanes)
     std::stable_sort(lane.begin(), lane.end(), [&](size_t a, size_t b) { return m.timed[a].t0 < m.timed[b].t0; });
   if (!m.from_file()) {

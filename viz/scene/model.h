@@ -7,7 +7,9 @@
 //               validated, once from VizParams; its Partition and Packing are the CpSpec's own. Its
 //               trace comes from trace_plan.h plan_trace (the events run_experiment would record,
 //               without computing attention, so cp = 64 x 1M tokens is instant), or from a trace
-//               file written by `cplab run --trace` (then there is no spec)
+//               file written by `cplab run --trace` or `cplab-bench cp --trace` (then there is no
+//               spec). A planned trace's timeline is cplab plan's model (plan/perf_model.h predict,
+//               under the assumptions plan/perf_options.h checks); a file's keeps its measured times
 //   SchedModel  a DCP batch scheduled by Megatron v1 (dcp_megatron.h) and cplab (dcp_cplab.h), with
 //               the lower bound (dcp_bounds.h); the batch comes from --lengths, a distribution in
 //               data/dcp (seeded like `cplab schedule --dist`), or a `cplab schedule --json` file
@@ -22,6 +24,7 @@
 
 #include "dcp/dcp_bounds.h"
 #include "dcp/dcp_schedule.h"
+#include "plan/perf_options.h"
 #include "run/experiment.h"
 #include "sim/trace.h"
 
@@ -34,6 +37,9 @@ struct VizParams {
   bool backward = true;    // trace the backward too
   std::string dtype = "float";  // the elements' type, which sets the bytes of every message (float | double)
   std::string trace_file;  // timeline: a trace file instead of the run's planned trace
+  // timeline of a planned trace: the model's assumptions, with cplab plan's defaults and rules
+  // (--gpu, --intra, --inter, --gpus-per-node, --tau-us; bf16 on the wire)
+  PerfOptions perf;
   // the DCP batch (scheduler)
   std::int64_t ranks = 8, max_per_rank = 4096;
   std::string lengths = "32768,16384,8192,4096,4096,4096,4096,2048";  // the 8-sample example of cplab schedule
@@ -65,12 +71,24 @@ struct RunModel {
     std::string why_not;                   // non-empty: not drawable, this is the rule it breaks
   };
   std::vector<LayoutSpans> layouts;
-  // the timeline (Trace::timeline): measured tile times if the trace has them, else modelled as
-  // FLOPs at kModelTflops (a planned trace records no times); lanes 2r (compute) and 2r+1 (comm)
-  // of rank r list their events by start time
-  static constexpr double kModelTflops = 100;
-  bool modelled_time = false;
+  // the timeline, per event [t0, t1) in microseconds; lanes 2r (compute) and 2r+1 (comm) of rank r
+  // list their events by start time. Its times (`timing`):
+  //   model         a planned trace, by cplab plan's model: pred = predict(trace, spec, assumptions).
+  //                 Step k starts where step k-1 ends (the sum of the earlier steps' time_us); rank
+  //                 r's tiles run back to back from there (each its tile_us, so they end at its
+  //                 rank_compute_us); a message lasts its sender's rank_comm_us, on both ranks'
+  //                 lanes. The part of a step after its slowest compute is exposed communication
+  //   measured_cpu  a `cplab run --trace` file: the reference's tile times (Trace::timeline, dur_us)
+  //   measured_gpu  a `cplab-bench cp --trace` file (meta "measured_on"): the GPU's tile times, alike
+  //   flops         a file with no times: tiles drawn as FLOPs at kFileTflops, a placeholder
+  enum class Timing { model, measured_cpu, measured_gpu, flops };
+  static constexpr double kFileTflops = 100;
+  Timing timing = Timing::model;
+  PerfAssumptions assumptions;          // model: the checked PerfOptions
+  std::optional<PerfPrediction> pred;   // model: empty when why_no_model says which rule it breaks
+  std::string why_no_model;             // model: cp does not fill whole nodes of gpus-per-node
   std::vector<Trace::Timed> timed;
+  std::vector<Trace::Timed> step_span;  // per step: where it begins and ends on the time axis
   std::vector<std::vector<size_t>> lanes;
   std::vector<int> step_of;  // per event: its index in steps
   // throws cplab::Error naming the broken rule
