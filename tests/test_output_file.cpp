@@ -75,7 +75,7 @@ TEST_CASE("output_file: a file written whole, replacing the old one, no temporar
   CHECK(d.entries() == 1);
 }
 
-TEST_CASE("output_file: the old content is kept when the writer throws; no temporary file left") {
+TEST_CASE("output_file: the old content is kept when the writer throws, no temporary file left") {
   Dir d;
   const std::string p = d.file("o.npy");
   put(p, "known bytes");

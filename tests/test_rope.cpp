@@ -131,7 +131,7 @@ TEST_CASE("rope: inverse undoes apply, and is the backward") {
   CHECK(std::abs(a - b) < 1e-12);
 }
 
-TEST_CASE("rope: rotary_dim < d leaves the tail untouched; position 0 is the identity") {
+TEST_CASE("rope: rotary_dim < d leaves the tail untouched, position 0 is the identity") {
   const Tensor3<double> x0 = random_x(9, 3, 10, 7);
   std::vector<index_t> pos(9);
   for (size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<index_t>(t + 1);

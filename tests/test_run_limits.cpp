@@ -55,7 +55,7 @@ std::string error_of(const RunSpec& s, const Inputs& in) {
 
 }  // namespace
 
-TEST_CASE("rel_error: -inf matching -inf is equal; +inf and NaN anywhere fail") {
+TEST_CASE("rel_error: -inf matching -inf is equal, +inf and NaN anywhere fail") {
   const double ninf[] = {-kInf, 1.0}, ninf_ref[] = {-kInf, 2.0};
   CHECK(rel_error(ninf, ninf_ref, 2) == doctest::Approx(0.5));  // the -inf pair counts in neither maximum
   const double pinf[] = {kInf, 1.0};
@@ -89,7 +89,7 @@ TEST_CASE("overflow: a dense reference that overflows is refused by name, never 
   CHECK(error_of(s, in).rfind("the dense reference overflows: its O is +inf at token 0", 0) == 0);
 }
 
-TEST_CASE("overflow: padding tokens' -inf LSE is no overflow; the run's own non-finite results are reported") {
+TEST_CASE("overflow: padding tokens' -inf LSE is no overflow, the run's own non-finite results are reported") {
   CpFields f = small();
   f.seq = 0, f.cu_seqlens = {0, 5, 11}, f.pad = true, f.causal = true;
   const RunSpec s = spec(f, true);

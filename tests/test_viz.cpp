@@ -44,7 +44,7 @@ int step_index(const RunModel& m, Phase ph, int step) {
 
 }  // namespace
 
-TEST_CASE("viz ownership: every zoomed token shows its owner and local index; strips are single-rank where the layout is") {
+TEST_CASE("viz ownership: every zoomed token shows its owner and local index, strips are single-rank where the layout is") {
   for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {
     const RunModel m = RunModel::build(run_params(Mode::p2p, l, 4, 32));
     const Scene s = ownership_view(m, ViewState{}, 1000, 500);
@@ -139,7 +139,7 @@ TEST_CASE("viz ring: the tiles and arrows of a step are the reference's") {
   CHECK(drawn == sent);
 }
 
-TEST_CASE("viz masks: one shape per forward tile with the reference's section; contiguous skips above the diagonal") {
+TEST_CASE("viz masks: one shape per forward tile with the reference's section, contiguous skips above the diagonal") {
   const index_t P = 4, S = 32;
   for (Layout l : {Layout::contiguous, Layout::zigzag}) {
     const RunModel m = RunModel::build(run_params(Mode::p2p, l, P, S));
@@ -182,7 +182,7 @@ TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's 
   CHECK(samples[0]->peer == 8);
 }
 
-TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes; planned traces are modelled") {
+TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes, planned traces are modelled") {
   const RunModel m = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));
   CHECK(m.timing == RunModel::Timing::model);
   const Scene s = timeline_view(m, ViewState{}, 1200, 600);

@@ -234,7 +234,7 @@ TEST_CASE("judge: ours / min over the backends that ran, PASS at <= 1.5x") {
   CHECK(judge(nan_ours, {{"flash", flash}}, {}).status == "FAIL");
 }
 
-TEST_CASE("run_sdpa_error: a child without torch makes the yardstick 'not measured'; the temporary dir goes") {
+TEST_CASE("run_sdpa_error: a child without torch makes the yardstick 'not measured', the temporary dir goes") {
   const Shape x = tiny_shape(true);
   AttentionPlan plan = tiny_plan(x, DType::f16);
   plan.sdpa_error_cmd = "echo '{\"error\": \"fake: no torch\"}'; exit 2; :";
