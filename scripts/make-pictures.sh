@@ -37,6 +37,8 @@ run --view masks --cp 2 --cu-seqlens 0,12,36,42 --pad masks_packed.png
 run --view ring --cp 4 --seq 32 --layout striped --step 3 ring_striped_step3.png
 run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 2 ring_a2a_output.png
 run --view scheduler --ranks 8 scheduler.png
+run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link nvlink4 timeline_nvlink4.png
+run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link eth100 timeline_eth100.png
 if ((check)); then
   if ((${#stale[@]})); then
     echo "make-pictures: stale (the current build draws them differently): ${stale[*]}"
