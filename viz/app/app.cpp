@@ -3,6 +3,7 @@
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <exception>
 #include <new>
 
@@ -105,7 +106,8 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const ImVec2 o0 = ImGui::GetCursorScreenPos();
   const float cvw = W - cw - 2 * ImGui::GetStyle().WindowPadding.x;
-  const float cvh = H - 2 * ImGui::GetStyle().WindowPadding.y - 4 * line;
+  // room for the title and the notes: four lines, or what the last frame's notes needed
+  const float cvh = std::max(40.0f, H - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_h));
   ViewState vs = app.vs;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
@@ -114,7 +116,12 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   ImGui::TextUnformatted(s.title.c_str());
   draw_scene(s, ImGui::GetWindowDrawList(), origin);
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
-  for (const std::string& n : s.notes) ImGui::TextWrapped("%s", n.c_str());
+  float notes_h = 0;
+  for (const std::string& n : s.notes) {
+    ImGui::TextWrapped("%s", n.c_str());
+    notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (notes_h > 0 ? ImGui::GetStyle().ItemSpacing.y : 0);
+  }
+  app.notes_h = notes_h;
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
   ImGui::End();
 }

@@ -26,6 +26,7 @@ struct AppState {
   float steps_per_second = 1.0f;
   double play_clock = 0;
   bool controls = true;  // the controls pane is shown
+  float notes_h = 0;     // the canvas notes' wrapped height in the last frame (the canvas leaves room for them)
   void rebuild_run();    // keep the old model and set run_error if the parameters break a rule
   void rebuild_sched();
 };

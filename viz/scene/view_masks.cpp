@@ -6,7 +6,8 @@
 // (its local rows and keys and its mask kind). Right: one cell per tile of the forward trace, rows
 // = ranks, columns = the KV block's rank (ring) or the tile's order (other modes), drawn by shape:
 // staircase = diagonal (causal: exactly its visible cells), full square, half rows (only some
-// queries), half columns (only some keys), outline = skipped; FLOPs per rank beside each row.
+// queries), half columns (only some keys), outline = skipped; FLOPs per rank beside each row. The
+// notes count the trace's tiles by mask and list each rank's forward FLOPs (up to 16 ranks, exact).
 #include <algorithm>
 #include <optional>
 
@@ -124,7 +125,16 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
            rank_color(r, P), kNone, "flops_bar", r);
   }
   const auto [mn, mx] = std::minmax_element(flops.begin(), flops.end());
-  s.notes.push_back("forward FLOPs per rank (bars at right): max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
+  // the trace's tiles by mask and its FLOPs per rank, exact (the lessons quote them)
+  int masked = 0, full = 0, skipped = 0;
+  double total = 0;
+  for (const auto& t : by_rank)
+    for (const Event* e : t) (e->mask == "skipped" ? skipped : e->mask == "none" ? full : masked) += 1;
+  for (double f : flops) total += f;
+  s.notes.push_back("forward tiles: " + std::to_string(masked + full) + " computed (" + std::to_string(masked) + " with a mask, " +
+                    std::to_string(full) + " full), " + std::to_string(skipped) + " skipped; FLOPs per rank (bars at right)" +
+                    (P <= 16 ? " " + count_list(flops) : std::string()) + ", sum " + (total < 1e7 ? fixed(total, 0) : human_count(total)) +
+                    ": max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
   s.notes.push_back("shapes: staircase = causal diagonal tile (its visible cells), square = full tile, half height = half the queries, "
                     "half width = half the keys, outline = skipped (all masked)");
   if (pk != nullptr)
