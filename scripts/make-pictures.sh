@@ -33,6 +33,7 @@ run --view ring --cp 64 --seq 1048576 --heads 32 --kv-heads 8 --head-dim 128 --s
 run --view masks --cp 4 --seq 32 masks.png
 run --view masks --cp 4 --seq 32 --layout contiguous masks_contiguous.png
 run --view scheduler --ranks 8 scheduler.png
+run --lesson 4 lesson.png
 if ((check)); then
   if ((${#stale[@]})); then
     echo "make-pictures: stale (the current build draws them differently): ${stale[*]}"

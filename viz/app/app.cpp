@@ -1,4 +1,4 @@
-// app.cpp: the frame of cplab-viz: controls pane + canvas (see app.h).
+// app.cpp: the frame of cplab-viz: controls pane + lesson pane + canvas (see app.h).
 #include "app.h"
 
 #include <imgui.h>
@@ -98,8 +98,9 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else panel_timeline(app);
     ImGui::End();
   }
-  ImGui::SetNextWindowPos({cw, 0});
-  ImGui::SetNextWindowSize({W - cw, H});
+  const float top = lesson_pane(app, cw, W - cw);  // 0 when no lesson page is open
+  ImGui::SetNextWindowPos({cw, top});
+  ImGui::SetNextWindowSize({W - cw, H - top});
   ImGui::Begin("##canvas", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
                    ImGuiWindowFlags_NoSavedSettings);
@@ -107,7 +108,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const ImVec2 o0 = ImGui::GetCursorScreenPos();
   const float cvw = W - cw - 2 * ImGui::GetStyle().WindowPadding.x;
   // room for the title and the notes: four lines, or what the last frame's notes needed
-  const float cvh = std::max(40.0f, H - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_h));
+  const float cvh = std::max(40.0f, H - top - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_h));
   ViewState vs = app.vs;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
