@@ -39,6 +39,7 @@ run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 2 ring_a2a_output
 run --view scheduler --ranks 8 scheduler.png
 run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link nvlink4 timeline_nvlink4.png
 run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link eth100 timeline_eth100.png
+run --lesson 4 lesson.png
 if ((check)); then
   if ((${#stale[@]})); then
     echo "make-pictures: stale (the current build draws them differently): ${stale[*]}"

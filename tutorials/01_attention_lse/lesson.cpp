@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   show("O row 0", list(std::vector<double>{none.o.data[0], none.o.data[1]}));
   std::printf("An empty partial has weight exp(-inf - L) = 0 when partials are merged (lesson 2).\n");
 
-  L.finish({"cplab-viz --view masks --cp 1 --seq 16 --causal   (the causal mask, cell by cell)"},
+  L.finish(1,
            {"cplab run --mode p2p --cp 1 --seq 64 --heads 1 --kv-heads 1 --head-dim 2 --causal   (the oracle itself)"});
   return 0;
 }

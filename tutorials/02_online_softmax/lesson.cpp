@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   for (double x : o_empty.data) any_nan = any_nan || std::isnan(x);
   show("any NaN", yes(any_nan));
 
-  L.finish({"cplab-viz --view ring --cp 4 --seq 32 --causal --step 1   (each rank's partial at step 1 of a ring)"},
+  L.finish(2,
            {"cplab run --mode p2p --cp 4 --seq 64 --heads 2 --kv-heads 1 --head-dim 8 --causal --merge streaming   (the running merge)",
             "cplab run --mode p2p --cp 4 --seq 64 --heads 2 --kv-heads 1 --head-dim 8 --causal --merge fold   (TE's post-loop fold: the same errors)"});
   return 0;

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   show("without GQA (hk = h = 4): KV block", b_kv_mha);
   show("without GQA (hk = h = 4): Q+O+LSE", b_q + b_o + b_lse);
 
-  L.finish({"cplab-viz --view ring --cp 4 --seq 16 --heads 4 --kv-heads 1 --head-dim 4 --dtype double --layout contiguous --no-causal --step 1   (step 1: KV blocks in flight)"},
+  L.finish(3,
            {"cplab run --mode p2p --cp 4 --seq 16 --heads 4 --kv-heads 1 --head-dim 4 --layout contiguous   (this run)",
             "cplab run --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --layout contiguous --plan-only   (Llama-3-8B-like shapes, planned: bytes per rank)"});
   return 0;

@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
   show("dense causal attention needs", con.dense_flops);
   show("striped per-rank fwd FLOPs", list(st.flops_fwd));
 
-  L.finish({"cplab-viz --view masks --cp 4 --seq 32 --layout contiguous --causal   (the contiguous ring's tiles: 6.3x unbalanced)",
-            "cplab-viz --view masks --cp 4 --seq 32 --layout zigzag --causal   (zigzag: max/min work 1.000)"},
+  L.finish(4,
            {"cplab run --mode p2p --cp 4 --seq 32 --heads 1 --kv-heads 1 --head-dim 4 --causal --layout contiguous   (this lesson's contiguous run)",
             "cplab run --mode p2p --cp 8 --seq 8192 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout contiguous --plan-only   (cp 8: work ratio near 2N-1)"});
   return 0;

@@ -155,8 +155,7 @@ int main(int argc, char** argv) {
   std::printf("The cut tiles differ from the visible pairs only by the diagonal tile's masked half: there the\n"
               "kernel applies the causal mask (flops.h counts visible pairs only); b and c tiles need no mask.\n");
 
-  L.finish({"cplab-viz --view masks --cp 4 --seq 32 --causal   (every tile by shape, FLOPs per rank)",
-            "cplab-viz --view ring --cp 4 --seq 32 --causal --step 1   (step 1: half tiles, equal work)"},
+  L.finish(5,
            {"cplab run --mode p2p --cp 4 --seq 32 --heads 1 --kv-heads 1 --head-dim 4 --causal --layout zigzag --backward   (the same tiles forward and backward)"});
   return 0;
 }

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   const bool exact = rep.max_error() < 1e-12;
   show("every error below 1e-12", yes(exact));
 
-  L.finish({"cplab-viz --view ring --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --dtype double --backward --phase bwd --step 1   (backward step 1: kv+dkv in flight)"},
+  L.finish(6,
            {"cplab run --mode p2p --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --causal --backward   (this run)",
             "cplab run --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --causal --backward --plan-only   (the same closed forms at 128K tokens, planned)"});
   return exact ? 0 : 1;

@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   const bool exact = rep.max_error() < 1e-12 && rrep.max_error() < 1e-12;
   show("every error below 1e-12 (all-gather and ring)", yes(exact));
 
-  L.finish({"cplab-viz --view ring --mode allgather --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --dtype double --step 1   (step 1: each rank's two chunks against the gathered KV)"},
+  L.finish(7,
            {"cplab run --mode allgather --cp 4 --seq 32 --heads 4 --kv-heads 2 --head-dim 4 --causal --backward   (this run)",
             "cplab run --mode allgather --cp 16 --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --causal --backward --dtype float --plan-only   (cp 16 at 128K tokens, planned)"});
   return exact ? 0 : 1;

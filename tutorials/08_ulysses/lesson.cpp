@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   show("every error below 1e-12 (both runs)", yes(exact));
   std::printf("Each rank runs the very kernel the dense oracle runs, on whole heads: nothing is split, nothing merged.\n");
 
-  L.finish({"cplab-viz --view ring --mode a2a --cp 4 --seq 32 --heads 8 --kv-heads 4 --head-dim 4 --dtype double --step 0   (the transpose: tokens x heads before and after)"},
+  L.finish(8,
            {"cplab run --mode a2a --cp 4 --seq 32 --heads 8 --kv-heads 4 --head-dim 4 --causal --backward   (this run)",
             "cplab run --mode a2a --cp 4 --seq 32 --heads 8 --kv-heads 2 --head-dim 4 --causal --backward --replicate-kv   (replicated KV heads)"});
   return exact ? 0 : 1;

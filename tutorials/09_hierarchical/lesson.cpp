@@ -171,8 +171,7 @@ int main(int argc, char** argv) {
   const bool exact = rep.max_error() < 1e-12;
   show("every error below 1e-12", yes(exact));
 
-  L.finish({"cplab-viz --view ownership --mode a2a+p2p --cp 8 --hcp 2,4 --seq 64 --heads 4 --kv-heads 2 --head-dim 4 --dtype double   (the rank grid)",
-            "cplab-viz --view ring --mode a2a+p2p --cp 8 --hcp 2,4 --seq 64 --heads 4 --kv-heads 2 --head-dim 4 --dtype double --step 2   (ring step 2 of both rings)"},
+  L.finish(9,
            {"cplab run --mode a2a+p2p --hcp 2,4 --cp 8 --seq 64 --heads 4 --kv-heads 2 --head-dim 4 --causal --backward   (this run)",
             "cplab run --mode a2a+p2p --hcp 4,2 --cp 8 --seq 64 --heads 4 --kv-heads 4 --head-dim 4 --causal --backward   (Megatron's [4, 2]: a2a of 4, ring of 2)"});
   return exact ? 0 : 1;

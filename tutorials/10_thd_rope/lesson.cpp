@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
   show("largest |O|, |dQ|, |dK|, |dV| on padding", rep.padding_max_abs);
   std::int64_t sum = 0;
   for (std::int64_t fl : rep.flops) sum += fl;
+  show("forward FLOPs per rank", list(rep.flops_fwd));
   show("FLOPs per rank (forward + backward)", list(rep.flops));
   show("ranks' FLOPs sum to the dense attention's", yes(sum == rep.dense_flops));
   show("work ratio (max / min over ranks)", rep.work_ratio);
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   }
   show("padding tokens per rank (they do no work)", list(pad_per_rank));
 
-  L.finish({"cplab-viz --view ownership --cp 3 --cu-seqlens 0,10,34,39 --pad   (each sequence split on its own; padding dark)"},
+  L.finish(10,
            {"cplab layout --cp 3 --cu-seqlens 0,12,36,42   (these indices and positions)",
             "cplab layout --cp 3 --cu-seqlens 0,10,34,39 --pad   (the padded batch, * = padding)",
             "cplab run --mode p2p --cp 3 --cu-seqlens 0,10,34,39 --pad --heads 4 --kv-heads 2 --head-dim 16 --causal --backward   (this step's run)"});

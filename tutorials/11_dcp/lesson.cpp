@@ -172,8 +172,7 @@ int main(int argc, char** argv) {
   for (const std::string& u : vh.unaligned) show("  Megatron v1", u);
   show("used by cplab", groups_used(ch));
 
-  L.finish({"cplab-viz --view scheduler --ranks 8 --cost l2   (v1 above, cplab below, the bound dashed)",
-            "cplab-viz --view scheduler --ranks 8 --cost overhead"},
+  L.finish(11,
            {"cplab schedule --ranks 8 --max-seqlen-per-rank 4096 --lengths 32768,16384,8192,4096,4096,4096,4096,2048 --scheduler megatron",
             "cplab schedule --ranks 8 --max-seqlen-per-rank 4096 --lengths 32768,16384,8192,4096,4096,4096,4096,2048 --cost overhead",
             "cplab schedule --ranks 8 --max-seqlen-per-rank 4096 --lengths 8192,3072,12288,16384,8192,3072,6144,6144,6144,16384 --scheduler megatron   (the misaligned group)"});

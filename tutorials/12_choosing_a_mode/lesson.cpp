@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   std::printf("Predictions of the model with the presets above (h100 350/300 TFLOP/s, nvlink4 inside a node,\n"
               "ib-ndr across), not measurements: no GPU run has checked them yet.\n");
 
-  L.finish({"cplab-viz --view ring --cp 4 --seq 32 --step 1   (a half-block ring step: the tiles and the KV in flight)"},
+  L.finish(12,
            {"cplab plan --seq 32768 --heads 32 --kv-heads 8 --head-dim 128 --gpus 32 --gpus-per-node 8   (the second table, with its assumptions)",
             "cplab plan --seq 32768 --heads 32 --kv-heads 8 --head-dim 128 --gpus 8 --gpus-per-node 8 --tflops 600   (a faster kernel)"});
   return 0;

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
               "One wgmma multiplies 64 rows (a warpgroup: 4 warps) by up to 256 columns; Q and K are\n"
               "read K-major (the head dim contiguous), V MN-major (its head dim is the product's N).\n");
 
-  L.finish({"cplab-viz --view masks --cp 1 --seq 256 --causal   (the causal mask the tiles cut)"},
+  L.finish(13,
            {"cplab run --mode p2p --cp 2 --seq 256 --heads 2 --kv-heads 1 --head-dim 16 --causal --dtype float   (fp32 on the CPU)"});
   return 0;
 }

@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "viz_pages.h"
+
 namespace cplab::lesson {
 
-Lesson::Lesson(int argc, char** argv, std::string title, std::string summary) {
+Lesson::Lesson(int argc, char** argv, std::string title, std::string summary) : title_(title) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--interactive") interactive_ = true;
@@ -38,9 +40,14 @@ void Lesson::step(const std::string& title) {
   std::printf("\n== Step %d: %s ==\n", steps_, title.c_str());
 }
 
-void Lesson::finish(const std::vector<std::string>& viz, const std::vector<std::string>& try_commands) {
+void Lesson::finish(int number, const std::vector<std::string>& try_commands) {
+  const std::vector<VizLesson>& pages = viz_lessons();
+  if (number < 1 || number > static_cast<int>(pages.size()) || pages[static_cast<size_t>(number - 1)].title != title_) {
+    std::fprintf(stderr, "lesson error: '%s' is not lesson %d of tutorials/viz_pages.json\n", title_.c_str(), number);
+    std::exit(1);
+  }
   std::printf("\n== See it, try it ==\n");
-  for (const std::string& v : viz) std::printf("  %s\n", v.c_str());
+  for (const std::string& v : viz_commands(number)) std::printf("  %s\n", v.c_str());
   for (const std::string& c : try_commands) std::printf("  %s\n", c.c_str());
 }
 

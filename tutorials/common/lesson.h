@@ -27,11 +27,14 @@ class Lesson {
   bool help_requested() const { return help_; }
   // a new step: pauses first when interactive (after the first step), then prints its header
   void step(const std::string& title);
-  // the closing lines: the cplab-viz command that shows the same thing, and cplab commands to try;
-  // each "command   (comment)": check_lesson.py runs every one of them, so they must work
-  void finish(const std::vector<std::string>& viz, const std::vector<std::string>& try_commands);
+  // the closing lines: the cplab-viz commands that show the same thing, which are lesson `number`'s
+  // pages in tutorials/viz_pages.json (viz_pages.h: the one definition, also what cplab-viz --lesson
+  // opens), then cplab commands to try; each "command   (comment)": check_lesson.py runs every one of
+  // them, so they must work. Exits 1 if the title differs from the lesson's title in viz_pages.json.
+  void finish(int number, const std::vector<std::string>& try_commands);
 
  private:
+  std::string title_;
   bool interactive_ = false, help_ = false;
   int steps_ = 0;
 };

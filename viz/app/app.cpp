@@ -1,8 +1,9 @@
-// app.cpp: the frame of cplab-viz: controls pane + canvas (see app.h).
+// app.cpp: the frame of cplab-viz: controls pane + lesson pane + canvas (see app.h).
 #include "app.h"
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <exception>
 #include <new>
 
@@ -104,15 +105,17 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else panel_timeline(app);
     ImGui::End();
   }
-  ImGui::SetNextWindowPos({cw, 0});
-  ImGui::SetNextWindowSize({W - cw, H});
+  const float top = lesson_pane(app, cw, W - cw);  // 0 when no lesson page is open
+  ImGui::SetNextWindowPos({cw, top});
+  ImGui::SetNextWindowSize({W - cw, H - top});
   ImGui::Begin("##canvas", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
                    ImGuiWindowFlags_NoSavedSettings);
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const ImVec2 o0 = ImGui::GetCursorScreenPos();
   const float cvw = W - cw - 2 * ImGui::GetStyle().WindowPadding.x;
-  const float cvh = H - 2 * ImGui::GetStyle().WindowPadding.y - 4 * line;
+  // room for the title and the notes: four lines, or what the last frame's notes needed
+  const float cvh = std::max(40.0f, H - top - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_h));
   ViewState vs = app.vs;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
@@ -130,7 +133,12 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     dl->AddText(nullptr, 0.0f, {origin.x + 8, origin.y + 8}, IM_COL32(255, 120, 120, 255), banner.c_str(), nullptr, cvw - 16);
   }
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
-  for (const std::string& n : s.notes) ImGui::TextWrapped("%s", n.c_str());
+  float notes_h = 0;
+  for (const std::string& n : s.notes) {
+    ImGui::TextWrapped("%s", n.c_str());
+    notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (notes_h > 0 ? ImGui::GetStyle().ItemSpacing.y : 0);
+  }
+  app.notes_h = notes_h;
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
   ImGui::End();
   app.last = s;

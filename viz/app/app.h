@@ -1,9 +1,10 @@
 // app.h: cplab-viz's state and its frame: the controls pane and the current view's canvas.
 //
 // What it is: AppState (the parameters, the models the reference built from them, the view state,
-// the play clock of the ring view), draw_frame (one ImGui frame: controls + canvas, used alike by
-// the interactive window, the headless PNG renderer and --bench-frames), and the per-panel control
-// functions (one file each: panel_*.cpp) with the "(?)" help marker they share.
+// the play clock of the ring view, the open lesson page), draw_frame (one ImGui frame: controls +
+// lesson pane + canvas, used alike by the interactive window, the headless PNG renderer and
+// --bench-frames), and the per-panel control functions (one file each: panel_*.cpp) with the "(?)"
+// help marker they share.
 // What it is not: windowing or OpenGL (gl_output.h), or any drawing logic of a view (viz/scene).
 #pragma once
 
@@ -27,8 +28,17 @@ struct AppState {
   double play_clock = 0;
   bool controls = true;  // the controls pane is shown
   Scene last;            // the canvas's scene of the last frame drawn (--scene-json writes it)
+  float notes_h = 0;     // the canvas notes' wrapped height in the last frame (the canvas leaves room for them)
+  // the open lesson page (viz/cli/lesson_mode.h; lesson 0: none) and the edits' generation: text
+  // fields that keep their own buffer (cu_seqlens, lengths) reload it when params_version changes
+  int lesson = 0, page = 0;
+  int params_version = 0;
+  std::string lesson_error;
   void rebuild_run();    // keep the old model and set run_error if the parameters break a rule
   void rebuild_sched();
+  // open a lesson page: its parameters, view, step and models (both built, tolerating errors), as
+  // cplab-viz --lesson N --page K would start; a page that cannot open sets lesson_error
+  void open_page(int lesson, int page);
 };
 
 // one frame of the whole app, W x H pixels (call between ImGui::NewFrame and ImGui::Render)
@@ -48,5 +58,8 @@ void panel_ring(AppState& app);
 void panel_masks(AppState& app);
 void panel_scheduler(AppState& app);
 void panel_timeline(AppState& app);
+// the lesson pane at (x, 0), w wide, when a lesson page is open: heading, page title, explanation,
+// Previous / Next (panel_lesson.cpp); returns its height (0 when no lesson is open)
+float lesson_pane(AppState& app, float x, float w);
 
 }  // namespace cplab::viz

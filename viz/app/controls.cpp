@@ -56,12 +56,12 @@ bool run_controls(AppState& app) {
     changed |= input_index("ocp", s.ocp, "Outer size: ranks per ring (icp * ocp must equal cp).");
   }
   static char cu[512] = "";
-  static bool cu_init = false;
-  if (!cu_init) {
+  static int cu_version = -1;  // reloaded when the parameters were replaced (a lesson page opened)
+  if (cu_version != app.params_version) {
     std::string t;
     for (size_t i = 0; i < s.cu_seqlens.size(); ++i) t += (i ? "," : "") + std::to_string(s.cu_seqlens[i]);
     std::strncpy(cu, t.c_str(), sizeof cu - 1);
-    cu_init = true;
+    cu_version = app.params_version;
   }
   if (ImGui::InputText("cu_seqlens", cu, sizeof cu, ImGuiInputTextFlags_EnterReturnsTrue)) {
     try {

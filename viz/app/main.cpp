@@ -6,6 +6,7 @@
 //                                                                      notes printed), then exit
 //             [--scene-json FILE.json]                                 and what it drew, as data
 //   cplab-viz --bench-frames N --view V [...]                           mean CPU time to build a frame
+//   cplab-viz --lesson N [--page K] [display options]                   a lesson's page, its explanation above
 // The options, their rules and the models they build are viz/cli/viz_cli.h's; every exception ends
 // as "cplab-viz: error: <rule>" and exit 2 (app/cli_common.h).
 // What it is not: the app's frame (app.h) or the validation of a run (modes/cp_spec.h does that).
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     app.vs.zoom0 = L.zoom0;
     if (L.run) app.run = std::move(*L.run), app.run_ok = true;
     if (L.sched) app.sched = std::move(*L.sched), app.sched_ok = true;
+    app.lesson = L.lesson, app.page = L.page;  // --lesson: the pane above the canvas (panel_lesson.cpp)
     if (L.bench > 0) {
       app.controls = true;
       const double ms = bench_frames(app, L.W, L.H, L.bench);

@@ -18,7 +18,11 @@ void panel_scheduler(AppState& app) {
     p.max_per_rank = M, changed = true;
   help("Memory limit: a sequence of L tokens needs at least L / this many ranks (rounded up to a power of two).");
   static char len[1024] = "";
-  if (len[0] == 0) std::strncpy(len, p.lengths.c_str(), sizeof len - 1);
+  static int len_version = -1;  // reloaded when the parameters were replaced (a lesson page opened)
+  if (len[0] == 0 || len_version != app.params_version) {
+    std::strncpy(len, p.lengths.c_str(), sizeof len - 1);
+    len_version = app.params_version;
+  }
   if (ImGui::InputText("lengths", len, sizeof len, ImGuiInputTextFlags_EnterReturnsTrue)) p.lengths = len, p.dist.clear(), changed = true;
   help("The batch: sequence lengths in tokens. The default is the 8-sample example of `cplab schedule`.");
   static char dist[512] = "";

@@ -8,6 +8,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "layout/thd.h"
+#include "lesson_mode.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -96,8 +97,14 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--schedule-json", p.schedule_json, "scheduler: the batch of a `cplab schedule --json` file");
   cli.add_option("--cost", p.cost, "scheduler: l2 | overhead")->capture_default_str();
   cli.add_option("--cost-param", p.cost_params, "scheduler: a=..,alpha=..,beta=..,o=..");
+  int lesson = 0, page = 1;  // a lesson's page: lesson_mode.h (its arguments, parsed by this function)
+  cli.add_option("--lesson", lesson, "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
+                                         "): its view, run and step beside its explanation, with Previous / Next;\n"
+                                         "only --page and the display options may be given beside it");
+  cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str();
   app::strict_numbers(cli);
   cli.parse(argc, argv);
+  if (cli.get_option("--lesson")->count() > 0 || cli.get_option("--page")->count() > 0) return launch_lesson(cli, lesson, page);
 
   const auto names = view_names();
   const auto it = std::find(names.begin(), names.end(), view);

@@ -181,4 +181,12 @@ std::string fixed(double x, int digits) {
   return b;
 }
 
+std::string count_list(const std::vector<double>& v, bool bytes) {
+  const bool exact = std::all_of(v.begin(), v.end(), [](double x) { return std::fabs(x) < 1e7; });
+  std::string t = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    t += (i ? ", " : "") + (exact ? fixed(v[i], 0) : bytes ? human_bytes(v[i]) : human_count(v[i]));
+  return t + "]";
+}
+
 }  // namespace cplab::viz

@@ -134,6 +134,9 @@ struct PixelBins {
 std::string human_count(double x);             // 1.5K, 2.3M, 4.1G, 1.2T
 std::string human_bytes(double bytes);         // 512 B, 1.5 KiB, 3.0 MiB
 std::string fixed(double x, int digits);       // printf %.*f
+// [576, 1600, 2624]: counts below 10 million exactly, as the lessons print them; larger ones as
+// human_count (bytes: human_bytes), [137G, 137G]
+std::string count_list(const std::vector<double>& v, bool bytes = false);
 std::string human_time_us(double us);          // 850 ns, 12.5 us, 3.2 ms, 4.93 s
 std::string human_time_axis(double us, double span_us);  // us in the unit human_time_us gives span_us: 0 s, 2.5 s
 

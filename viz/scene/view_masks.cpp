@@ -10,6 +10,7 @@
 // the cell's part that the tile covers and its visible cells; FLOPs per rank beside each row.
 // Every coloured cell comes from the reference's mask rule (views.h draw_tile_cells) and every
 // tile from the trace; Scene::tiles records each with its panel, so tests compare them.
+// The notes count the trace's tiles by mask and list each rank's forward FLOPs (up to 16 ranks, exact).
 #include <algorithm>
 
 #include "views.h"
@@ -167,7 +168,16 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   draw_rank_legend(s, g.x, top + side + 8, W - g.x - 10, P);
   const auto [mn, mx] = std::minmax_element(flops.begin(), flops.end());
-  s.notes.push_back("forward FLOPs per rank (bars at right): max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
+  // the trace's tiles by mask and its FLOPs per rank, exact (the lessons quote them)
+  int masked = 0, full = 0, skipped = 0;
+  double total = 0;
+  for (const auto& t : by_rank)
+    for (const Event* e : t) (e->mask == "skipped" ? skipped : e->mask == "none" ? full : masked) += 1;
+  for (double f : flops) total += f;
+  s.notes.push_back("forward tiles: " + std::to_string(masked + full) + " computed (" + std::to_string(masked) + " with a mask, " +
+                    std::to_string(full) + " full), " + std::to_string(skipped) + " skipped; FLOPs per rank (bars at right)" +
+                    (P <= 16 ? " " + count_list(flops) : std::string()) + ", sum " + (total < 1e7 ? fixed(total, 0) : human_count(total)) +
+                    ": max/min = " + (*mn > 0 ? fixed(*mx / *mn, 3) : std::string("inf")));
   s.notes.push_back("every coloured cell is a (query, key) pair the mask leaves visible; outline with a cross = a skipped tile; "
                     "lines: chunk boundaries (dim), sequence boundaries (bright)");
   return s;

@@ -197,8 +197,14 @@ Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
         if (cell >= 16) s.text(cx + 3, cy + 3, std::to_string(g), kBlack);
       }
     }
+    std::string rings;  // hcp_ring_members, as lesson 9 prints them: {0,2,4,6}
+    for (index_t a = 0; a < icp && icp * ocp <= 64; ++a) {
+      rings += a ? " " : ": ";
+      for (int g : hcp_ring_members(icp, ocp, a)) rings += (rings.back() == ' ' ? "{" : ",") + std::to_string(g);
+      rings += "}";
+    }
     s.notes.push_back("a2a+p2p grid: column p = inner all-to-all group (ranks p*icp .. p*icp+icp-1, head groups), "
-                      "row a = outer ring (ranks a, icp+a, ...), KV moves along rows");
+                      "row a = outer ring (ranks a, icp+a, ...), KV moves along rows" + (rings.empty() ? "" : "; the rings" + rings));
   }
   draw_rank_legend(s, 8, H - 16, W - 16, P);
   s.notes.push_back("* = the run's layout (--layout). Colours: one per rank; a pixel holding several ranks' tokens shows their mix.");

@@ -3,9 +3,11 @@
 // Left: the S x S attention matrix (queries down, keys across) with the tiles every rank computes
 // at this step, from the trace's tile events (rows and columns as global spans), drawn where the
 // run's mask leaves pairs visible. Top right: the ranks on a circle and this step's messages
-// (p2p as arrows; collectives among more than 8 ranks through a hub). Bottom right: FLOPs per rank,
-// this step and summed up to it. For all-to-all steps, the sequence <-> head transpose: which rank
-// holds which (token, head) before and after, from the layout and the next compute step's tiles.
+// (p2p as arrows; collectives among more than 8 ranks through a hub) with their sizes. Bottom right:
+// FLOPs per rank, this step and summed up to it. For all-to-all steps, the sequence <-> head
+// transpose: which rank holds which (token, head) before and after, from the layout and the next
+// compute step's tiles. Notes: up to 16 ranks, each rank's FLOPs (this step, so far) and the whole
+// phase's FLOPs and bytes sent, summed from the trace, exactly as the lessons print them.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -98,6 +100,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   s.title = m.trace.meta().count("mode") ? m.trace.meta().at("mode") : std::string("trace");
   s.title += " " + to_string(phase) + " step " + std::to_string(step) + "  (" + std::to_string(si + 1) + " of " +
              std::to_string(m.steps.size()) + ")";
+  if (!m.from_file()) s.title += ", " + std::to_string(m.cp().n()) + " tokens per rank";
 
   // left: the attention matrix, one square per head group where heads are split (a2a, a2a+p2p)
   const index_t S = m.from_file() ? 0 : m.cp().S();
@@ -207,11 +210,17 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     const double a = 2 * M_PI * r / P - M_PI / 2;
     return std::pair<float, float>{cx + R * static_cast<float>(std::cos(a)), cy + R * static_cast<float>(std::sin(a))};
   };
-  std::map<std::string, std::int64_t> bytes_by_tensor;
+  struct Msgs {
+    std::int64_t count = 0, bytes = 0, first = -1;
+    bool same = true;  // every message the same size
+  };
+  std::map<std::string, Msgs> by_tensor;
   bool hub = false;
   for (const Event* e : sends) {
     s.messages.push_back(MessageRec{e->rank, e->peer, to_string(e->phase), e->op, e->tensor, e->step, e->bytes, -1, -1});
-    bytes_by_tensor[e->op + " '" + e->tensor + "'"] += e->bytes;
+    Msgs& mt = by_tensor[e->op + " '" + e->tensor + "'"];
+    mt.same = mt.same && (mt.first < 0 || mt.first == e->bytes);
+    mt.first = mt.first < 0 ? e->bytes : mt.first, mt.count += 1, mt.bytes += e->bytes;
     const bool collective = e->op != "p2p";
     if (collective && P > 8) {
       hub = true;
@@ -253,8 +262,11 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   if (sends.empty()) s.text(rx, 20 + 2 * R + 34, "no messages at this step", kLight);
   float ny = 20 + 2 * R + 34;
-  for (const auto& [what, b] : bytes_by_tensor) {
-    s.text(rx, ny, what + ": " + human_bytes(static_cast<double>(b)) + " in all", kLight);
+  for (const auto& [what, mt] : by_tensor) {  // the trace's message sizes, exact (the lessons quote them)
+    const auto each = static_cast<double>(mt.first);
+    const std::string size = mt.first < 1000000 ? std::to_string(mt.first) + " B" : human_bytes(each);
+    s.text(rx, ny, what + ": " + std::to_string(mt.count) + (mt.same ? " x " + size + ", " : std::string(" messages, ")) +
+                       human_bytes(static_cast<double>(mt.bytes)) + " in all", kLight);
     ny += 16;
   }
 
@@ -279,8 +291,18 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     s.prims.back().info = human_count(now[static_cast<size_t>(r)]);
   }
   const auto [mn, mx] = std::minmax_element(sum.begin(), sum.end());
-  s.notes.push_back(to_string(phase) + " FLOPs so far per rank: max " + human_count(*mx) + ", min " + human_count(*mn) +
-                    (*mn > 0 ? ", max/min " + fixed(*mx / *mn, 3) : std::string(", a rank has none")));
+  const std::string ratio = *mn > 0 ? ", max/min " + fixed(*mx / *mn, 3) : std::string(", a rank has none");
+  if (P <= 16) s.notes.push_back(to_string(phase) + " FLOPs per rank: this step " + count_list(now) + ", so far " + count_list(sum) + ratio);
+  else s.notes.push_back(to_string(phase) + " FLOPs so far per rank: max " + human_count(*mx) + ", min " + human_count(*mn) + ratio);
+  if (P <= 16) {  // the whole phase per rank, exact, as the lessons print them (summed from the trace)
+    std::vector<double> flops(static_cast<size_t>(P), 0), sent(static_cast<size_t>(P), 0);
+    for (const Event& e : m.trace.events()) {
+      if (e.phase != phase || e.rank < 0 || e.rank >= P) continue;
+      if (e.kind == EventKind::tile) flops[static_cast<size_t>(e.rank)] += static_cast<double>(e.flops);
+      if (e.kind == EventKind::send) sent[static_cast<size_t>(e.rank)] += static_cast<double>(e.bytes);
+    }
+    s.notes.push_back("whole " + to_string(phase) + " per rank: FLOPs " + count_list(flops) + ", bytes sent " + count_list(sent, true));
+  }
   s.notes.push_back("tiles: colour = rank computing it; the filled cells = the (query, key) pairs the mask leaves; outline = "
                     "skipped tile; faint = the phase's earlier steps; lines: chunk (dim) and sequence (bright) boundaries");
   draw_rank_legend(s, rx, H - 14, rw, P);
