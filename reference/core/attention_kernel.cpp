@@ -89,7 +89,7 @@ void check_attention_shapes(index_t sq, index_t h, index_t d, index_t sk, index_
 
 template <class T>
 void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, T scale,
-                       View3<T> o, RowsView<T> lse) {
+                       View3<T> o, RowsView<T> lse, const T* sinks) {
   check_attention_shapes(q.n, q.h, q.d, k.n, k.h, k.d, v.n, v.h, v.d);
   require(o.n == q.n && o.h == q.h && o.d == v.d, "O must be (sq, h, dv)");
   require(lse.h == q.h && lse.n == q.n, "LSE must be (h, sq)");
@@ -112,13 +112,17 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         if (m(a) == kNegInf<T>) {  // fully masked row: P = 0 (not exp(-inf - -inf) = NaN)
           S.row(a).setZero();
         } else {
+          if (sinks) m(a) = std::max(m(a), sinks[i]);  // the sink's logit is one more in the row
           S.row(a) = (S.row(a).array() - m(a)).exp().matrix();
         }
       }
       // Eigen's vectorised exp clamps its argument, so exp(-inf) comes out as ~1e-308, not 0:
       // masked entries are set to exactly 0 (padding and masked keys contribute nothing at all)
       fill_masked<T>(S, mask, a0, kb, sk, T(0));
-      const Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
+      Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
+      if (sinks)  // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
+        for (index_t a = 0; a < n; ++a)
+          if (m(a) != kNegInf<T>) l(a) += std::exp(sinks[i] - m(a));
       Oh.middleRows(a0, n).noalias() = S * Vh.middleRows(kb.lo, kb.hi - kb.lo);
       for (index_t a = 0; a < n; ++a) {
         if (l(a) > T(0)) {
@@ -188,7 +192,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
 
 #define CPLAB_INSTANTIATE(T)                                                                     \
   template void attention_forward<T>(CView3<T>, CView3<T>, CView3<T>, const Mask&, T, View3<T>,  \
-                                     RowsView<T>);                                               \
+                                     RowsView<T>, const T*);                                     \
   template Rows<T> softmax_delta<T>(CView3<T>, CView3<T>);                                       \
   template void attention_backward<T>(CView3<T>, CView3<T>, CView3<T>, CView3<T>,                \
                                       RowsView<const T>, RowsView<const T>, const Mask&, T,      \

@@ -11,6 +11,9 @@
 // can see (causal block skipping), so a causal tile costs about half a full one.
 // A fully masked row gives O = 0 and LSE = -inf, and its backward contributes exactly 0: nothing
 // here turns -inf into NaN.
+// Attention sinks (sinks.h): given one logit per query head, the forward adds exp(s_h) to the
+// softmax denominator of every row that sees a key (O and LSE then include it; the dense oracle's
+// route); the backward needs nothing more than that final LSE and O.
 // What it is not: a fast kernel (see cuda/), or a CP algorithm (see ring_p2p.h). Heads run in
 // parallel with OpenMP; results do not depend on the number of threads.
 #pragma once
@@ -43,11 +46,11 @@ inline constexpr index_t kRowBlock = 256;
 void check_attention_shapes(index_t sq, index_t h, index_t d, index_t sk, index_t hk, index_t dk,
                             index_t skv, index_t hkv, index_t dv);
 
-// Writes o (sq, h, dv) and lse (h, sq).
+// Writes o (sq, h, dv) and lse (h, sq). sinks: null, or one logit per query head (sinks.h)
 template <class T>
 void attention_forward(CView3<T> q /*(sq,h,d)*/, CView3<T> k /*(sk,hk,d)*/,
                        CView3<T> v /*(sk,hk,dv)*/, const Mask& mask, T scale,
-                       View3<T> o /*(sq,h,dv)*/, RowsView<T> lse /*(h,sq)*/);
+                       View3<T> o /*(sq,h,dv)*/, RowsView<T> lse /*(h,sq)*/, const T* sinks = nullptr);
 
 // Delta(i, t) = sum_e dO(t, i, e) * O(t, i, e): the rowsum the backward needs, from the final O.
 template <class T>

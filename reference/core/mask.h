@@ -9,12 +9,15 @@
 //                          offset -1      strictly lower: striped layout, KV from a later rank
 //                          offset sk-sq   bottom-right causal (all-gather KV, Llama 3)
 //   ranges               query a sees keys [lo[a], hi[a]): packed sequences (thd.h token_mask:
-//                        same sequence, real tokens, causal), bottom-right windows of all-gather
+//                        same sequence, real tokens, the run's PositionRule), bottom-right windows
+//                        of all-gather, sliding windows and chunks (--window, --chunk)
 // In every kind a row's visible keys are ONE contiguous run, which is what lets the kernel skip
 // whole blocks. Plus visible_pairs(), the number of (query, key) pairs a mask leaves, from which
 // every FLOP count in cplab is derived (flops.h).
-// The rule itself (which keys row a sees) is mask_rule.h's MaskRule, shared with the CUDA kernels.
-// What it is not: arbitrary boolean masks (sliding windows with holes, ...), or a matrix.
+// The rule itself (which keys row a sees) is mask_rule.h's MaskRule, shared with the CUDA kernels;
+// which positions a query sees (causal, window, chunk) is mask_rule.h's PositionRule, and
+// sequence_mask() / thd.h token_mask() turn it into a Mask.
+// What it is not: arbitrary boolean masks (windows with holes, ...), or a matrix.
 #pragma once
 
 #include <algorithm>
@@ -95,6 +98,18 @@ inline Mask simplify(const Mask& m, std::int64_t sq, std::int64_t sk) {
     return c;
   }
   return m;
+}
+
+// The mask of one whole sequence of len tokens under a position rule (the dense oracle's): the
+// closed-form causal / none when the rule is plain, else every row's run of rule.keys
+inline Mask sequence_mask(const PositionRule& rule, std::int64_t len) {
+  if (rule.plain()) return rule.causal ? Mask::causal() : Mask::none();
+  std::vector<std::int64_t> lo(static_cast<size_t>(len)), hi(static_cast<size_t>(len));
+  for (std::int64_t a = 0; a < len; ++a) {
+    const KeyRange r = rule.keys(a, len);
+    lo[static_cast<size_t>(a)] = r.lo, hi[static_cast<size_t>(a)] = r.hi;
+  }
+  return Mask::ranges(std::move(lo), std::move(hi));
 }
 
 inline std::string to_string(const Mask& m) {

@@ -118,33 +118,35 @@ size_t gallop(const std::vector<index_t>& k, size_t from, index_t x) {
 
 }  // namespace
 
-Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, bool causal) {
+Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, const PositionRule& rule) {
   if (!std::is_sorted(k.begin(), k.end())) throw std::logic_error("token_mask: keys must be sorted by position");
   // Queries in position order (every caller's case) are swept: the sequence and the first and last
-  // visible key only move forward (O(|q| + |k|)); otherwise each query searches on its own.
+  // visible key only move forward, since rule.keys' lo and hi never decrease with the position
+  // (O(|q| + |k|)); otherwise each query searches on its own.
   const bool sweep = std::is_sorted(q.begin(), q.end());
   std::vector<std::int64_t> lo(q.size()), hi(q.size());
   index_t s = -1, start = 0, len = 0;
-  size_t seq_lo = 0, seq_hi = 0, at_hi = 0;  // the real keys of sequence s are k[seq_lo, seq_hi)
+  size_t seq_lo = 0, at_lo = 0, at_hi = 0;  // the real keys of sequence s begin at k[seq_lo]
   for (size_t a = 0; a < q.size(); ++a) {
     index_t t = sweep ? std::max<index_t>(s, 0) : p.seq_of(q[a]);
     if (sweep)
       while (t + 1 < p.num_seqs() && p.cu_seqlens_padded[static_cast<size_t>(t + 1)] <= q[a]) ++t;
-    if (t != s) {  // a new sequence: its real keys are the positions [start, start + len)
-      if (!sweep) seq_lo = seq_hi = 0;
+    if (t != s || !sweep) {  // a new sequence (or an unsorted query): search from its first key
+      if (!sweep) seq_lo = 0;
       s = t, start = p.cu_seqlens_padded[static_cast<size_t>(s)], len = p.length(s);
       seq_lo = gallop(k, seq_lo, start);
-      seq_hi = gallop(k, std::max(seq_lo, seq_hi), start + len);
-      at_hi = seq_lo;
+      at_lo = at_hi = seq_lo;
     }
     if (q[a] - start >= len) {  // padding query: sees nothing
       lo[a] = hi[a] = 0;
       continue;
     }
-    if (!sweep) at_hi = seq_lo;
-    if (causal) at_hi = gallop(k, at_hi, q[a] + 1);  // causal: the positions [start, q + 1)
-    lo[a] = static_cast<std::int64_t>(seq_lo);
-    hi[a] = static_cast<std::int64_t>(causal ? at_hi : seq_hi);
+    // the rule's positions inside the sequence (real keys only: [0, len)), as indices into k
+    const KeyRange r = rule.keys(q[a] - start, len);
+    at_lo = gallop(k, at_lo, start + r.lo);
+    at_hi = gallop(k, std::max(at_lo, at_hi), start + r.hi);
+    lo[a] = static_cast<std::int64_t>(at_lo);
+    hi[a] = static_cast<std::int64_t>(at_hi);
   }
   return Mask::ranges(std::move(lo), std::move(hi));
 }

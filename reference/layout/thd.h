@@ -5,8 +5,10 @@
 // helper that pads every sequence to a multiple of a factor (TE's pad_thd_sequences_for_cp with
 // factor 2*cp), per-token facts (sequence, position in it = the RoPE position, real or padding),
 // and token_mask: the mask between any list of query tokens and any list of key tokens (sorted by
-// packed position): same sequence, real key, and causal if asked. That mask is block-diagonal
-// across sequences and gives padding queries no key at all (O = 0, LSE = -inf, no gradient).
+// packed position): same sequence, real key, and the run's PositionRule (mask_rule.h: causal,
+// window, chunk) over positions inside the sequence. That mask is block-diagonal across sequences
+// and gives padding queries no key at all (O = 0, LSE = -inf, no gradient). Packing::single(S)
+// makes it the mask of any tile of one unpacked sequence.
 // What it is not: the split over ranks (layout.h Partition with cu_seqlens_padded does that, the
 // same for packed and unpacked), or any attention.
 #pragma once
@@ -55,8 +57,13 @@ std::vector<index_t> parse_cu_seqlens(const std::string& text);
 void check_packed_lengths(const std::vector<index_t>& cu, Layout layout, index_t cp);
 
 // Mask between query tokens q and key tokens k (packed positions; k sorted ascending): query g sees
-// the real keys of its own sequence (at positions <= its own if causal); padding queries see none.
-Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, bool causal);
+// the real keys of its own sequence at the positions rule.keys(its position, real length) gives
+// (mask_rule.h); padding queries see none.
+Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, const PositionRule& rule);
+// the plain rule: causal or full
+inline Mask token_mask(const Packing& p, const std::vector<index_t>& q, const std::vector<index_t>& k, bool causal) {
+  return token_mask(p, q, k, PositionRule{causal});
+}
 
 // RoPE position (position within its sequence) of each of rank r's local tokens
 std::vector<index_t> rope_positions(const Partition& part, const Packing& p, index_t rank);
