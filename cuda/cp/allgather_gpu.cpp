@@ -71,7 +71,7 @@ GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& cm) : RankIO(s), comm(&cm), r(cm.
   v_order = RowMoves(L.v_order);
   dk_split = RowMoves(L.dk_split);
   dv_split = RowMoves(L.dv_split);
-  tiles = allgather_tiles(c.partition(), c.packing(), c.packed(), c.causal(), r);
+  tiles = allgather_tiles(c.partition(), c.packing(), c.packed(), c.rule(), r);
   for (const AgTile& t : tiles) masks.emplace_back(t.mask, t.nq);
 }
 

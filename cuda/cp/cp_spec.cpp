@@ -24,6 +24,9 @@ void GpuCpSpec::check() const {
           "--replicate-kv is not supported on GPU ranks (the KV heads must divide by the a2a size)");
   require(cp.merge() == MergeKind::streaming,
           "GPU ranks merge partial results streaming (--merge fold runs on the CPU reference)");
+  // the GPU modes run the whole ring and apply no sinks yet: the CPU reference has them (cplab run)
+  require(cp.rule().plain() && !cp.sinks(),
+          "--window, --chunk and --sinks are not supported on GPU ranks yet (the CPU reference runs them: cplab run)");
   check_supported(kernel, dtype, tile_dims());
 }
 

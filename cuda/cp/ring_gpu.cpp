@@ -91,8 +91,8 @@ GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
   const Partition& part = c.partition();
   const Packing* packing = c.packed() ? &c.packing() : nullptr;
   for (std::int64_t i = 0; i < P; ++i) {
-    fwd_tiles.push_back(ring_plan_tile(part, packing, c.causal(), pos, ring_fwd_kv_block(P, pos, i)));
-    bwd_tiles.push_back(ring_plan_tile(part, packing, c.causal(), pos, ring_bwd_kv_block(P, pos, i)));
+    fwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_fwd_kv_block(P, pos, i)));
+    bwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_bwd_kv_block(P, pos, i)));
   }
   for (const RingTile& t : fwd_tiles) fwd_masks.emplace_back(t.mask, t.nq);
   for (const RingTile& t : bwd_tiles) bwd_masks.emplace_back(t.mask, t.nq);

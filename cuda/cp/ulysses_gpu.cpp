@@ -8,7 +8,7 @@ namespace cplab::cuda {
 
 namespace {
 
-Mask mask_of(const CpSpec& c) { return ulysses_mask(c.packing(), c.packed(), c.causal(), c.S()); }
+Mask mask_of(const CpSpec& c) { return ulysses_mask(c.packing(), c.packed(), c.rule(), c.S()); }
 
 }  // namespace
 

@@ -5,7 +5,8 @@
 
 namespace cplab {
 
-std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, bool causal, index_t r) {
+std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, const PositionRule& rule,
+                                    index_t r) {
   const index_t n = part.local_len(), S = part.seq();
   std::vector<AgTile> tiles;
   if (part.layout() == Layout::zigzag && !packed)
@@ -15,7 +16,7 @@ std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens
   const std::vector<index_t> all = iota_positions(0, S);
   for (AgTile& t : tiles) {
     const std::vector<index_t> rows = part.indices(r, t.q0, t.nq);
-    const Mask full = token_mask(tokens, rows, all, causal);
+    const Mask full = token_mask(tokens, rows, all, rule);
     index_t lo = S, hi = 0;  // the key range some query sees
     for (index_t a = 0; a < t.nq; ++a) {
       const KeyRange kr = full.keys(a, S);
@@ -24,7 +25,7 @@ std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens
     if (hi <= lo) lo = hi = 0;
     t.k0 = lo;
     t.nk = hi - lo;
-    t.mask = simplify(token_mask(tokens, rows, iota_positions(lo, hi), causal), t.nq, t.nk);
+    t.mask = simplify(token_mask(tokens, rows, iota_positions(lo, hi), rule), t.nq, t.nk);
   }
   return tiles;
 }
@@ -36,7 +37,7 @@ TileShape allgather_tile_shape(const Partition& part, index_t r, const AgTile& t
 namespace {
 
 std::vector<AgTile> plan(const CpSpec& cfg, index_t r) {
-  return allgather_tiles(cfg.partition(), cfg.packing(), cfg.packed(), cfg.causal(), r);
+  return allgather_tiles(cfg.partition(), cfg.packing(), cfg.packed(), cfg.rule(), r);
 }
 
 // all-gather the flattened K|V of every rank and rebuild sequence-ordered K and V on every rank
@@ -72,7 +73,7 @@ std::pair<PerRank<T>, PerRank<T>> gather_kv(const CpSpec& cfg, const PerRank<T>&
 
 template <class T>
 CpOutput<T> allgather_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                              const PerRank<T>& v, SimComm& comm) {
+                              const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks) {
   const int P = static_cast<int>(cfg.partition().cp());
   const index_t n = cfg.partition().local_len(), h = q[0].h, d = q[0].d, dv = v[0].d;
   comm.set_step(Phase::fwd, 0);
@@ -90,6 +91,7 @@ CpOutput<T> allgather_forward(const CpSpec& cfg, const PerRank<T>& q, const PerR
         comm.trace()->add(cp_tile_event(Phase::fwd, 1, r, r, t.section, allgather_tile_shape(cfg.partition(), r, t), h, d, dv,
                                         us_since(t0)));
     }
+    if (!sinks.empty()) apply_sinks<T>(res.o[r].view(), rows_view(res.lse[r]), sinks.data());  // once per row
   }
   if (comm.pending() != 0) throw std::logic_error("all-gather forward left undelivered messages");
   return res;
@@ -141,9 +143,10 @@ CpGrads<T> allgather_backward(const CpSpec& cfg, const PerRank<T>& q, const PerR
 }
 
 template CpOutput<float> allgather_forward<float>(const CpSpec&, const PerRank<float>&, const PerRank<float>&,
-                                                  const PerRank<float>&, SimComm&);
+                                                  const PerRank<float>&, SimComm&, const std::vector<float>&);
 template CpOutput<double> allgather_forward<double>(const CpSpec&, const PerRank<double>&,
-                                                    const PerRank<double>&, const PerRank<double>&, SimComm&);
+                                                    const PerRank<double>&, const PerRank<double>&, SimComm&,
+                                                    const std::vector<double>&);
 template CpGrads<float> allgather_backward<float>(const CpSpec&, const PerRank<float>&, const PerRank<float>&,
                                                   const PerRank<float>&, const CpOutput<float>&, const PerRank<float>&,
                                                   SimComm&);

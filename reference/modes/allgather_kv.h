@@ -10,7 +10,9 @@
 //   backward  step 0: all-gather KV again (not kept: that is the memory the mode saves); step 1:
 //             the tiles' backward into full-length dK/dV buffers; step 2: reduce-scatter them
 //             ("dkv": P-1 messages of B_kv bytes per rank) so every rank gets its own rows.
-// Packed sequences use token masks (thd.h) per tile.
+// Packed sequences, windows and chunks use token masks (thd.h, of the spec's PositionRule) per tile:
+// a tile then takes only the key range its queries see (a window's keys, not the whole prefix).
+// Attention sinks (core/sinks.h): given, the forward applies them to every rank's final (O, LSE).
 // What it is not: overlapped (TE pipelines the two chunks on two streams; the reference is lockstep).
 #pragma once
 
@@ -28,15 +30,17 @@ struct AgTile {
 };
 // The tiles of rank r (the one definition, read by the execution and by trace_plan.h): `tokens` is
 // the packing token masks use (CpSpec::packing()), `packed` whether the run is packed
-// (CpSpec::packed()). Each tile takes the key range its queries can see, with the mask of
-// thd.h token_mask simplified to causal(offset) / none where it is one.
-std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, bool causal, index_t r);
+// (CpSpec::packed()), `rule` the run's mask (CpSpec::rule()). Each tile takes the key range its
+// queries can see, with the mask of thd.h token_mask simplified to causal(offset) / none where it
+// is one.
+std::vector<AgTile> allgather_tiles(const Partition& part, const Packing& tokens, bool packed, const PositionRule& rule,
+                                    index_t r);
 // what the trace records of rank r's tile t (cp_common.h)
 TileShape allgather_tile_shape(const Partition& part, index_t r, const AgTile& t);
 
 template <class T>
 CpOutput<T> allgather_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                              const PerRank<T>& v, SimComm& comm);
+                              const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks = {});
 
 template <class T>
 CpGrads<T> allgather_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,

@@ -15,6 +15,7 @@
 #include "core/attention_kernel.h"
 #include "layout/layout.h"
 #include "core/merge.h"
+#include "core/sinks.h"
 #include "layout/thd.h"
 #include "modes/cp_spec.h"
 #include "sim/trace.h"
@@ -34,6 +35,7 @@ struct CpOutput {
 template <class T>
 struct CpGrads {
   PerRank<T> dq, dk, dv;  // (n, h, d), (n, hk, d), (n, hk, dv) per rank, data layout
+  std::vector<T> dsinks = {};  // (h) with attention sinks: every rank's rows added up (core/sinks.h)
 };
 
 using TileClock = std::chrono::steady_clock;

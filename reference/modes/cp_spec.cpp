@@ -7,8 +7,34 @@
 #include "core/dense_attention.h"
 #include "core/error.h"
 #include "core/util.h"
+#include "modes/hierarchical_cp.h"
+#include "modes/ring_schedule.h"
 
 namespace cplab {
+
+// the mask rules: --window, --chunk, --sinks (mask_rule.h PositionRule states them)
+void check_mask_rules(const CpFields& s) {
+  const std::string window_rule = "with --causal query i sees key j iff i - W < j <= i, without iff |i - j| < W";
+  const std::string chunk_rule = "query i sees key j iff j <= i and floor(i/C) == floor(j/C)";
+  if (s.window)
+    require(*s.window >= 1 && *s.window <= kMaxWindow, "--window " + num(*s.window) + " must be in [1, " + num(kMaxWindow) +
+                                                             "] (" + window_rule + ")");
+  if (s.chunk)
+    require(*s.chunk >= 1 && *s.chunk <= kMaxWindow, "--chunk " + num(*s.chunk) + " must be in [1, " + num(kMaxWindow) +
+                                                           "] (" + chunk_rule + ")");
+  require(!(s.window && s.chunk), "--window and --chunk cannot both be given: a run has one mask rule (a sliding "
+                                  "window: " + window_rule + "; or chunks: " + chunk_rule + ")");
+  require(!s.chunk || s.causal, "--chunk needs --causal (chunked attention is causal inside each chunk: " + chunk_rule + ")");
+  if (s.sink_logits.empty()) return;
+  require(s.sinks, "sink logits were given without --sinks");
+  require(static_cast<index_t>(s.sink_logits.size()) == s.heads,
+          "--sink-logits holds " + num(static_cast<index_t>(s.sink_logits.size())) + " values but heads is " + num(s.heads) +
+              " (one learnable logit per query head: shape (heads,))");
+  for (size_t i = 0; i < s.sink_logits.size(); ++i)
+    require(std::isfinite(s.sink_logits[i]), "--sink-logits value " + num(static_cast<index_t>(i)) + " is " +
+                                                 (std::isnan(s.sink_logits[i]) ? "NaN" : "infinite") +
+                                                 " (every sink logit must be a finite number)");
+}
 
 namespace {
 
@@ -51,6 +77,7 @@ CpFields validated(CpFields s) {
   const index_t dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
   check_attention_shapes(s.seq, s.heads, s.head_dim, s.seq, s.kv_heads, s.head_dim, s.seq, s.kv_heads, dv);
   require(s.scale >= 0 && std::isfinite(s.scale), "scale must be a finite number > 0 (or 0 for 1/sqrt(head-dim))");
+  check_mask_rules(s);
   require(s.merge == MergeKind::streaming || m.merges, "--merge applies to the modes that merge partial results (" +
                                                            mode_names_with(&ModeInfo::merges, ", ") + "), not " +
                                                            m.name);
@@ -85,6 +112,15 @@ CpFields validated(CpFields s) {
   return s;
 }
 
+// the hops of the mode's ring (ring_schedule.h ring_hops), -1 for the modes without one
+index_t hops_of(const CpFields& f, const Packing& pk, const Partition& part) {
+  const PositionRule rule{f.causal, f.window.value_or(0), f.chunk.value_or(0)};
+  const bool packed = pk.num_seqs() > 1 || pk.has_padding();
+  if (f.mode == Mode::p2p) return ring_hops(part, packed ? &pk : nullptr, rule);
+  if (f.mode == Mode::a2a_p2p) return ring_hops(hcp_outer_partition(part, f.ocp), nullptr, rule);
+  return -1;
+}
+
 CpFields default_fields() {
   CpFields f;
   f.seq = 4096;
@@ -98,7 +134,8 @@ CpSpec::CpSpec() : CpSpec(default_fields()) {}
 CpSpec::CpSpec(CpFields f)
     : f_(validated(std::move(f))),
       packing_(packing_of(f_)),
-      partition_(f_.layout, packing_.cu_seqlens_padded, f_.cp) {}  // the layout's divisibility rule
+      partition_(f_.layout, packing_.cu_seqlens_padded, f_.cp),  // the layout's divisibility rule
+      hops_(hops_of(f_, packing_, partition_)) {}
 
 void parse_hcp(const std::string& text, CpFields& f) {
   const std::vector<index_t> v = parse_int_list(text, "--hcp");
@@ -107,6 +144,14 @@ void parse_hcp(const std::string& text, CpFields& f) {
     require(x <= kMaxRanks, "--hcp '" + text + "': size " + num(x) + " is more than the " + num(kMaxRanks) +
                                 " ranks cplab takes (ICP x OCP must equal cp)");
   f.icp = v[0], f.ocp = v[1];
+}
+
+std::string CpSpec::mask_name() const {
+  std::string m = f_.causal ? "causal" : (f_.window ? "" : "none");
+  if (f_.window) m += (m.empty() ? "" : ", ") + std::string("window ") + num(*f_.window);
+  if (f_.chunk) m += ", chunk " + num(*f_.chunk);
+  if (f_.sinks) m += ", sinks";
+  return m;
 }
 
 double CpSpec::scale() const { return f_.scale > 0 ? f_.scale : default_scale(f_.head_dim); }

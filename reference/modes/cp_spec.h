@@ -1,11 +1,12 @@
 // cp_spec.h: CpSpec, THE description of one context-parallel attention layer, validated once.
 //
 // What it is: the mode (mode_table.h), layout, cp = P ranks (and I x O for a2a+p2p), heads,
-// head dims, mask (causal or not), softmax scale, merge, and the token stream: either one sequence
+// head dims, mask (causal or not, a sliding window or chunks: mask_rule.h PositionRule; attention
+// sinks on or off), softmax scale, merge, and the token stream: either one sequence
 // of S tokens or packed sequences (cu_seqlens, padded to the layout's factor with pad). A caller
 // fills in CpFields and constructs a CpSpec from them; the constructor checks every rule (naming
 // the rule it broke, as a cplab::Error) and derives, once, S (the packed total when packed), the
-// Packing and the Partition (layout.h). Every consumer (the CPU modes, the trace planner, the GPU
+// Packing, the Partition (layout.h) and the hops its ring makes (ring_schedule.h). Every consumer (the CPU modes, the trace planner, the GPU
 // host code, the benchmark, the CLI, the viz, the tutorials) reads this one value; none keeps a
 // second copy of its fields or re-derives S. To change a field, copy fields(), edit, and construct
 // a new CpSpec (which is validated again).
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/merge.h"
@@ -32,6 +34,8 @@ namespace cplab {
 // kMaxHeads (far above any model; sums and products of two of them cannot overflow, and the
 // harness's memory and work estimates see the sizes as given).
 inline constexpr index_t kMaxHeads = 65536;
+// --window and --chunk are at most this (a C int, as FlashAttention's window_size takes them)
+inline constexpr index_t kMaxWindow = 2147483647;
 
 // What a caller fills in. Defaults: 8 query heads over 2 KV heads of dim 64, zigzag over 4 ranks.
 struct CpFields {
@@ -42,12 +46,28 @@ struct CpFields {
   index_t seq = 0;           // tokens, <= 2^40; 0 with cu_seqlens: their packed total (required otherwise)
   index_t heads = 8, kv_heads = 2, head_dim = 64, v_head_dim = 0;  // v_head_dim 0: = head_dim
   bool causal = false;
+  // mask_rule.h PositionRule, over positions (inside their sequence when packed); unset: none.
+  //   window W (1 <= W <= kMaxWindow): with causal query i sees key j iff i - W < j <= i
+  //            (FlashAttention's window_size = (W-1, 0)); without, iff |i - j| < W
+  //   chunk C (1 <= C <= kMaxWindow, causal only): iff j <= i and floor(i/C) == floor(j/C)
+  //   not both
+  std::optional<index_t> window, chunk;
+  // attention sinks (gpt-oss): one learnable logit s_h per query head in every row's softmax
+  // denominator, nothing added to the output. sink_logits: the values (heads of them, finite);
+  // empty: drawn from the run's seed (run/experiment.h make_inputs)
+  bool sinks = false;
+  std::vector<double> sink_logits;
   double scale = 0;  // 0: 1/sqrt(head_dim)
   MergeKind merge = MergeKind::streaming;
   std::vector<index_t> cu_seqlens;  // packed sequences (THD); empty: one sequence of seq tokens
   bool pad = false;                 // pad every packed sequence to the layout's factor
   bool replicate_kv = false;        // a2a, a2a+p2p: repeat KV heads when fewer than the a2a group
 };
+
+// The mask rules alone (CpSpec's constructor applies them; cplab plan too): window and chunk, when
+// set, in [1, kMaxWindow], not both, chunk only with causal; sink_logits only with sinks, one per
+// head, finite. cplab::Error naming the rule.
+void check_mask_rules(const CpFields& f);
 
 // --hcp ICP,OCP (cplab run, cplab-viz, cplab-bench cp): f.icp, f.ocp from "2,4"; cplab::Error
 // "--hcp 'x' must be two sizes ICP,OCP, each >= 1" otherwise
@@ -74,6 +94,13 @@ class CpSpec {
   index_t d() const { return f_.head_dim; }
   index_t dv() const { return f_.v_head_dim > 0 ? f_.v_head_dim : f_.head_dim; }
   bool causal() const { return f_.causal; }
+  index_t window() const { return f_.window.value_or(0); }  // 0: none
+  index_t chunk() const { return f_.chunk.value_or(0); }    // 0: none
+  // THE mask of the run over positions: every mode's tiles and the dense oracle read it
+  PositionRule rule() const { return PositionRule{f_.causal, window(), chunk()}; }
+  bool sinks() const { return f_.sinks; }
+  // "causal", "causal, window 64", "chunk 16", "none" (+ ", sinks"): how reports name the mask
+  std::string mask_name() const;
   double scale() const;  // the softmax scale used: the given one, or 1/sqrt(d)
   MergeKind merge() const { return f_.merge; }
   bool pad() const { return f_.pad; }
@@ -93,17 +120,21 @@ class CpSpec {
   // --replicate-kv repeats each KV head for it (1: none)
   index_t a2a_group() const { return info().a2a_group(ranks()); }
   index_t kv_replication() const;
+  // the hops of the mode's ring (p2p: over P; a2a+p2p: the rings over O; -1 for the other modes):
+  // the whole ring unless a window or chunk lets it stop early (ring_schedule.h ring_hops)
+  index_t ring_hops() const { return hops_; }
   // trace steps of the forward and backward (trace_plan.h numbering)
   std::int64_t fwd_steps() const { return info().fwd_steps(ranks()); }
   std::int64_t bwd_steps() const { return info().bwd_steps(ranks()); }
   // the closed-form messages and bytes every rank sends, for elements of e bytes
   CommPerRank comm_per_rank(std::int64_t e) const;
-  ModeRanks ranks() const { return ModeRanks{f_.cp, f_.icp, f_.ocp}; }
+  ModeRanks ranks() const { return ModeRanks{f_.cp, f_.icp, f_.ocp, hops_}; }
 
  private:
   CpFields f_;
   Packing packing_;
   Partition partition_;
+  index_t hops_ = -1;
 };
 
 }  // namespace cplab

@@ -21,6 +21,8 @@ CpSpec hcp_ring_spec(const CpSpec& s) {
   f.head_dim = s.d();
   f.v_head_dim = s.dv();
   f.causal = s.causal();
+  f.window = s.fields().window;
+  f.chunk = s.fields().chunk;
   f.scale = s.scale();
   f.merge = s.merge();
   return CpSpec(f);
@@ -51,7 +53,7 @@ std::vector<int> hcp_ring_members(index_t icp, index_t ocp, index_t a) {
 
 template <class T>
 HcpForward<T> hcp_forward(const CpSpec& cfg, const PerRank<T>& q,
-                          const PerRank<T>& k, const PerRank<T>& v, SimComm& comm) {
+                          const PerRank<T>& k, const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks) {
   const index_t icp = cfg.icp(), ocp = cfg.ocp();  // I x O = P, zigzag, unpacked: the CpSpec's rules
   if (q[0].h % icp != 0 || k[0].h % icp != 0)  // the tensors' heads (after any KV replication)
     throw std::logic_error("hcp: heads and KV heads of the tensors must be divisible by icp");
@@ -72,13 +74,16 @@ HcpForward<T> hcp_forward(const CpSpec& cfg, const PerRank<T>& q,
     }
   }
   const CpSpec rc = hcp_ring_spec(cfg);
+  const index_t hg = rc.h();  // ring a holds head group a
   for (index_t a = 0; a < icp; ++a) {
     const std::vector<int> members = hcp_ring_members(icp, ocp, a);
     PerRank<T> rq, rk, rv;
     for (int g : members) rq.push_back(f.q[sz(g)]), rk.push_back(f.k[sz(g)]), rv.push_back(f.v[sz(g)]);
-    f.rings.push_back(ring_forward(rc, rq, rk, rv, comm, RingGroup{members, 1}));
+    const std::vector<T> group_sinks = sinks.empty() ? std::vector<T>{}
+                                                     : std::vector<T>(sinks.begin() + a * hg, sinks.begin() + (a + 1) * hg);
+    f.rings.push_back(ring_forward(rc, rq, rk, rv, comm, RingGroup{members, 1}, group_sinks));
   }
-  comm.set_step(Phase::fwd, static_cast<int>(ocp) + 1);
+  comm.set_step(Phase::fwd, static_cast<int>(rc.ring_hops()) + 2);
   f.out.o.resize(sz(P));
   for (index_t p = 0; p < ocp; ++p) {
     PerRank<T> group;
@@ -120,7 +125,7 @@ CpGrads<T> hcp_backward(const CpSpec& cfg, const HcpForward<T>& f,
       rq.push_back(f.q[sz(g)]), rk.push_back(f.k[sz(g)]), rv.push_back(f.v[sz(g)]), rdo.push_back(dO[sz(g)]);
     rg.push_back(ring_backward(rc, rq, rk, rv, f.rings[sz(a)], rdo, comm, RingGroup{members, 1}));
   }
-  comm.set_step(Phase::bwd, static_cast<int>(ocp) + 1);
+  comm.set_step(Phase::bwd, static_cast<int>(rc.ring_hops()) + 2);
   CpGrads<T> grads{PerRank<T>(sz(P)), PerRank<T>(sz(P)), PerRank<T>(sz(P))};
   for (index_t p = 0; p < ocp; ++p) {
     const A2aPlan plan = hcp_inner_plan(cfg.partition(), icp, ocp, p);
@@ -139,7 +144,7 @@ CpGrads<T> hcp_backward(const CpSpec& cfg, const HcpForward<T>& f,
 
 #define CPLAB_INSTANTIATE(T)                                                                                    \
   template HcpForward<T> hcp_forward<T>(const CpSpec&, const PerRank<T>&,                \
-                                        const PerRank<T>&, const PerRank<T>&, SimComm&);                        \
+                                        const PerRank<T>&, const PerRank<T>&, SimComm&, const std::vector<T>&); \
   template CpGrads<T> hcp_backward<T>(const CpSpec&, const HcpForward<T>&,               \
                                       const PerRank<T>&, SimComm&);
 CPLAB_INSTANTIATE(float)

@@ -11,6 +11,8 @@
 //   steps 1..ocp  ring attention (ring_p2p.h) over each ring with that outer zigzag layout
 //   step ocp+1    inner all-to-all back of O
 // Backward: dO inward, the ring backward, dQ/dK/dV back out.
+// The rings keep the run's window or chunk (they may stop early: ring_schedule.h), and ring a
+// applies its head group's attention sinks (core/sinks.h) before O goes back.
 // What it is not: packed sequences (refused) or a fallback: icp = 1 or ocp = 1 are run as they are.
 #pragma once
 
@@ -28,7 +30,7 @@ struct HcpForward {
 
 template <class T>
 HcpForward<T> hcp_forward(const CpSpec& cfg, const PerRank<T>& q,
-                          const PerRank<T>& k, const PerRank<T>& v, SimComm& comm);
+                          const PerRank<T>& k, const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks = {});
 template <class T>
 CpGrads<T> hcp_backward(const CpSpec& cfg, const HcpForward<T>& fwd,
                         const PerRank<T>& dout, SimComm& comm);
@@ -43,7 +45,7 @@ inline index_t hcp_rank(index_t icp, index_t p, index_t a) { return p * icp + a;
 std::vector<int> hcp_inner_members(index_t icp, index_t p);
 Partition hcp_outer_partition(const Partition& data, index_t ocp);
 // the spec of hierarchical CP's rings: p2p over O ranks, zigzag over the whole sequence, heads / I
-// query and (KV heads x kv_replication) / I KV heads, the same mask, scale and merge
+// query and (KV heads x kv_replication) / I KV heads, the same mask (window, chunk), scale and merge
 CpSpec hcp_ring_spec(const CpSpec& s);
 
 }  // namespace cplab

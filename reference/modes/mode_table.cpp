@@ -28,14 +28,14 @@ const std::vector<ModeInfo> kTable = {
      .merges = true,
      .all_to_all = false,
      .a2a_group = [](ModeRanks) -> I64 { return 1; },
-     .fwd_steps = [](ModeRanks r) -> I64 { return r.P; },
-     .bwd_steps = [](ModeRanks r) -> I64 { return r.P; },
+     .fwd_steps = [](ModeRanks r) -> I64 { return r.hops(r.P) + 1; },
+     .bwd_steps = [](ModeRanks r) -> I64 { return r.hops(r.P) + 1; },
      .comm =
          [](const CommSizes& s) {
-           const I64 P = s.ranks.P, kv = kv_elems(s) * s.e;
-           return CommPerRank{P - 1, (P - 1) * kv, P > 1 ? P : 0, 2 * (P - 1) * kv};
+           const I64 H = s.ranks.hops(s.ranks.P), kv = kv_elems(s) * s.e;
+           return CommPerRank{H, H * kv, H > 0 ? H + 1 : 0, 2 * H * kv};
          },
-     .readme = {"`P−1`", "`(P−1)·B_kv`", "`P` (0 if P = 1)", "`2(P−1)·B_kv` (KV and dKV both make P−1 hops)"}},
+     .readme = {"`H`", "`H·B_kv`", "`H+1` (0 if H = 0)", "`2H·B_kv` (KV and dKV both make H hops)"}},
     {.mode = Mode::allgather,
      .name = "allgather",
      .title = "allgather",
@@ -79,15 +79,14 @@ const std::vector<ModeInfo> kTable = {
      .merges = true,
      .all_to_all = true,
      .a2a_group = [](ModeRanks r) -> I64 { return r.I; },
-     .fwd_steps = [](ModeRanks r) -> I64 { return r.O + 2; },  // inner a2a, O ring steps, a2a back
-     .bwd_steps = [](ModeRanks r) -> I64 { return r.O + 2; },
+     .fwd_steps = [](ModeRanks r) -> I64 { return r.hops(r.O) + 3; },  // inner a2a, H+1 ring steps, a2a back
+     .bwd_steps = [](ModeRanks r) -> I64 { return r.hops(r.O) + 3; },
      .comm =
          [](const CommSizes& s) {
-           const I64 I = s.ranks.I, O = s.ranks.O, inner = a2a_qkvo(s, I) * s.e, kv = kv_elems(s) * s.e;
-           return CommPerRank{4 * (I - 1) + (O - 1), inner + (O - 1) * kv, 4 * (I - 1) + (O > 1 ? O : 0),
-                              inner + 2 * (O - 1) * kv};
+           const I64 I = s.ranks.I, H = s.ranks.hops(s.ranks.O), inner = a2a_qkvo(s, I) * s.e, kv = kv_elems(s) * s.e;
+           return CommPerRank{4 * (I - 1) + H, inner + H * kv, 4 * (I - 1) + (H > 0 ? H + 1 : 0), inner + 2 * H * kv};
          },
-     .readme = {"`4(I−1) + O−1`", "`A_I + (O−1)·B_kv`", "`4(I−1) + O` (O ≥ 2)", "`A_I + 2(O−1)·B_kv`"}},
+     .readme = {"`4(I−1) + H`", "`A_I + H·B_kv`", "`4(I−1) + H+1` (H ≥ 1)", "`A_I + 2H·B_kv`"}},
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 // What it is: Mode (an enum), and one ModeInfo per mode: its --mode spelling and title, what it
 // accepts (packed sequences, layouts, merges), its all-to-all group, its forward and backward step
 // counts as the traces number them (trace_plan.h), and its closed-form messages and bytes per rank
-// and phase (tests/test_modes.cpp checks every run's trace against them; tests/test_mode_table.cpp
+// and phase (a ring's in terms of its hops H: P-1, fewer when a window lets it stop early) (tests/test_modes.cpp checks every run's trace against them; tests/test_mode_table.cpp
 // checks the README's table against the formulas written here).
 //   p2p        a ring over all P ranks: KV blocks travel, partial (O, LSE) merged (ring_p2p.h)
 //   allgather  all-gather KV, compute, reduce-scatter dKV (allgather_kv.h, Llama 3)
@@ -23,9 +23,15 @@ namespace cplab {
 
 enum class Mode { p2p, allgather, a2a, a2a_p2p };
 
-// The rank counts a mode's formulas read: P = cp, I x O = the hierarchical sizes (a2a+p2p only).
+// The rank counts a mode's formulas read: P = cp, I x O = the hierarchical sizes (a2a+p2p only),
+// and H, the hops a ring makes (p2p: its ring over P; a2a+p2p: its rings over O): -1 for the
+// whole ring (P-1, O-1), fewer when a window or chunk lets the ring stop early (ring_schedule.h
+// ring_hops; CpSpec::ranks() fills it in).
 struct ModeRanks {
   std::int64_t P = 1, I = 0, O = 0;
+  std::int64_t H = -1;
+  // H, or the whole ring of `ring` positions when it is -1
+  std::int64_t hops(std::int64_t ring) const { return H < 0 ? ring - 1 : H; }
 };
 
 // The sizes the communication formulas read (README, "Communication per rank"): n tokens per rank,

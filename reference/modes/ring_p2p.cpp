@@ -56,9 +56,11 @@ void check_inputs(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k, c
 
 template <class T>
 RingForward<T> ring_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                            const PerRank<T>& v, SimComm& comm, const RingGroup& g) {
+                            const PerRank<T>& v, SimComm& comm, const RingGroup& g, const std::vector<T>& sinks) {
   check_inputs(cfg, q, k, v);
-  const int P = static_cast<int>(cfg.partition().cp());
+  if (!sinks.empty() && static_cast<index_t>(sinks.size()) != q[0].h)
+    throw std::logic_error("ring: one sink logit per query head");
+  const int P = static_cast<int>(cfg.partition().cp()), steps = static_cast<int>(cfg.ring_hops()) + 1;
   const index_t n = cfg.partition().local_len(), h = q[0].h, d = q[0].d, dv = v[0].d;
   RingForward<T> res;
   res.k_saved = k;  // the KV block each rank currently holds
@@ -69,16 +71,16 @@ RingForward<T> ring_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRan
     res.lse.push_back(Rows<T>::Constant(h, n, -std::numeric_limits<T>::infinity()));
     folds.emplace_back(n, h, dv);
   }
-  for (int i = 0; i < P; ++i) {
+  for (int i = 0; i < steps; ++i) {
     comm.set_step(Phase::fwd, g.step0 + i);
-    const RingPost post = ring_fwd_post(P, i);
+    const RingPost post = ring_fwd_post(steps, i);
     if (post.posts)  // post the held block to r+1 before computing: it travels while we compute
       for (int r = 0; r < P; ++r)
         comm.send<T>(g.global(r), g.global(static_cast<int>(ring_fwd_dst(P, r))), post.tensor,
                      flat<T>({&res.k_saved[r], &res.v_saved[r]}));
     for (int r = 0; r < P; ++r) {
       const int j = static_cast<int>(ring_fwd_kv_block(P, r, i));
-      const RingTile t = ring_plan_tile(cfg.partition(), cfg.packed() ? &cfg.packing() : nullptr, cfg.causal(), r, j);
+      const RingTile t = ring_plan_tile(cfg.partition(), cfg.packed() ? &cfg.packing() : nullptr, cfg.rule(), r, j);
       const auto t0 = TileClock::now();
       if (!t.skipped) {
         Tensor3<T> o_i(t.nq, h, dv);
@@ -100,6 +102,8 @@ RingForward<T> ring_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRan
   }
   if (cfg.merge() == MergeKind::fold)
     for (int r = 0; r < P; ++r) folds[r].finish(res.o[r].view(), rows_view(res.lse[r]));
+  if (!sinks.empty())  // once per row, on the merged result
+    for (int r = 0; r < P; ++r) apply_sinks<T>(res.o[r].view(), rows_view(res.lse[r]), sinks.data());
   if (comm.pending() != 0) throw std::logic_error("ring forward left undelivered messages");
   return res;
 }
@@ -109,9 +113,9 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
                            const PerRank<T>& v, const RingForward<T>& fwd, const PerRank<T>& dout,
                            SimComm& comm, const RingGroup& g) {
   check_inputs(cfg, q, k, v);
-  const int P = static_cast<int>(cfg.partition().cp());
+  const int P = static_cast<int>(cfg.partition().cp()), steps = static_cast<int>(cfg.ring_hops()) + 1;
   const index_t n = cfg.partition().local_len(), h = q[0].h, hk = k[0].h, d = q[0].d, dv = v[0].d;
-  PerRank<T> kcur = fwd.k_saved, vcur = fwd.v_saved;  // block (r+1) mod P
+  PerRank<T> kcur = fwd.k_saved, vcur = fwd.v_saved;  // block (r - H) mod P: (r+1) mod P for the whole ring
   RingGrads<T> grads;
   PerRank<T> dk_acc, dv_acc;  // dKV accumulated so far for the block held in the previous step
   std::vector<Rows<T>> delta;
@@ -121,9 +125,9 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
     dv_acc.emplace_back(n, hk, dv);
     delta.push_back(softmax_delta<T>(fwd.o[r].view(), dout[r].view()));
   }
-  for (int i = 0; i < P; ++i) {
+  for (int i = 0; i < steps; ++i) {
     comm.set_step(Phase::bwd, g.step0 + i);
-    const RingPost post = ring_bwd_post(P, i);
+    const RingPost post = ring_bwd_post(steps, i);
     if (post.posts)
       for (int r = 0; r < P; ++r) {
         std::vector<T> buf;
@@ -136,8 +140,8 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
       }
     PerRank<T> dk_step, dv_step;
     for (int r = 0; r < P; ++r) {
-      const int j = static_cast<int>(ring_bwd_kv_block(P, r, i));
-      const RingTile t = ring_plan_tile(cfg.partition(), cfg.packed() ? &cfg.packing() : nullptr, cfg.causal(), r, j);
+      const int j = static_cast<int>(ring_bwd_kv_block(P, r, i, steps));
+      const RingTile t = ring_plan_tile(cfg.partition(), cfg.packed() ? &cfg.packing() : nullptr, cfg.rule(), r, j);
       dk_step.emplace_back(n, hk, d);
       dv_step.emplace_back(n, hk, dv);
       const auto t0 = TileClock::now();
@@ -161,7 +165,7 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
       for (size_t x = 0; x < dv_in.data.size(); ++x) dv_acc[r].data[x] = dv_in.data[x] + dv_step[r].data[x];
     }
   }
-  grads.dk = std::move(dk_acc);  // after step P-1 rank r holds its own block (j = r), complete
+  grads.dk = std::move(dk_acc);  // after the last step rank r holds its own block (j = r), complete
   grads.dv = std::move(dv_acc);
   if (comm.pending() != 0) throw std::logic_error("ring backward left undelivered messages");
   return grads;
@@ -169,10 +173,10 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
 
 template RingForward<float> ring_forward<float>(const CpSpec&, const PerRank<float>&,
                                                 const PerRank<float>&, const PerRank<float>&, SimComm&,
-                                                const RingGroup&);
+                                                const RingGroup&, const std::vector<float>&);
 template RingForward<double> ring_forward<double>(const CpSpec&, const PerRank<double>&,
                                                   const PerRank<double>&, const PerRank<double>&, SimComm&,
-                                                  const RingGroup&);
+                                                  const RingGroup&, const std::vector<double>&);
 template RingGrads<float> ring_backward<float>(const CpSpec&, const PerRank<float>&,
                                                const PerRank<float>&, const PerRank<float>&,
                                                const RingForward<float>&, const PerRank<float>&, SimComm&,

@@ -11,6 +11,11 @@
 //             (0 < i < P-1) or "dkv" (i = P-1). dKV of block b is accumulated by ranks b-1, b-2, ...
 //             and arrives complete at its owner on its diagonal step: no separate reduction.
 //   GQA/MQA send only the hk KV heads.
+//   Both phases make the spec's ring_hops() hops H (H + 1 steps): P-1, fewer when a window or
+//   chunk lets the ring stop early (ring_schedule.h); the backward then starts from the block the
+//   forward held last, (r - H) mod P, and dKV still arrives complete at its owner on the last step.
+//   Attention sinks (core/sinks.h): given, the forward applies them to every rank's final merged
+//   (O, LSE), once per row, so the backward's saved O and LSE already include them.
 // Every tile and message goes into the Trace held by the SimComm.
 // What it is not: the schedule table (ring_schedule.h: the one definition of the sections) or a
 // kernel (attention_kernel.h).
@@ -45,10 +50,12 @@ struct RingForward {
 template <class T>
 using RingGrads = CpGrads<T>;
 
-// q, k, v indexed by ring position; ring.mode() must be p2p
+// q, k, v indexed by ring position; ring.mode() must be p2p. sinks: empty, or one logit per query
+// head of the ring's tensors
 template <class T>
 RingForward<T> ring_forward(const CpSpec& ring, const PerRank<T>& q, const PerRank<T>& k,
-                            const PerRank<T>& v, SimComm& comm, const RingGroup& group = {});
+                            const PerRank<T>& v, SimComm& comm, const RingGroup& group = {},
+                            const std::vector<T>& sinks = {});
 
 template <class T>
 RingGrads<T> ring_backward(const CpSpec& ring, const PerRank<T>& q, const PerRank<T>& k,

@@ -37,10 +37,10 @@ A2aPlan sequence_plan(const Partition& part) {
   return p;
 }
 
-Mask ulysses_mask(const Packing& tokens, bool packed, bool causal, index_t S) {
-  if (!packed) return causal ? Mask::causal() : Mask::none();
+Mask ulysses_mask(const Packing& tokens, bool packed, const PositionRule& rule, index_t S) {
+  if (!packed && rule.plain()) return rule.causal ? Mask::causal() : Mask::none();
   const std::vector<index_t> all = iota_positions(0, S);
-  return token_mask(tokens, all, all, causal);
+  return token_mask(tokens, all, all, rule);
 }
 
 std::string ulysses_section(index_t g, index_t hg) {
@@ -156,7 +156,7 @@ std::vector<Rows<T>> lse_in_place(const A2aPlan& plan, const std::vector<Rows<T>
 
 template <class T>
 UlyssesForward<T> ulysses_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                                  const PerRank<T>& v, SimComm& comm) {
+                                  const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks) {
   const int P = static_cast<int>(cfg.partition().cp());
   if (q[0].h % P != 0 || k[0].h % P != 0) throw std::logic_error("ulysses: heads must be divisible by cp");
   const A2aPlan plan = sequence_plan(cfg.partition());
@@ -167,12 +167,14 @@ UlyssesForward<T> ulysses_forward(const CpSpec& cfg, const PerRank<T>& q, const 
   f.k = a2a_before(plan, k, "k", comm);
   f.v = a2a_before(plan, v, "v", comm);
   comm.set_step(Phase::fwd, 1);
-  const Mask mask = ulysses_mask(cfg.packing(), cfg.packed(), cfg.causal(), S);
+  const Mask mask = ulysses_mask(cfg.packing(), cfg.packed(), cfg.rule(), S);
   for (int g = 0; g < P; ++g) {
     f.o.emplace_back(S, hg, dv);
     f.lse.emplace_back(hg, S);
     const auto t0 = TileClock::now();
     attention_forward<T>(f.q[g].view(), f.k[g].view(), f.v[g].view(), mask, static_cast<T>(cfg.scale()), f.o[g].view(), rows_view(f.lse[g]));
+    if (!sinks.empty())  // head group g's sinks, before O leaves for the output all-to-all
+      apply_sinks<T>(f.o[g].view(), rows_view(f.lse[g]), sinks.data() + g * hg);
     if (comm.trace())
       comm.trace()->add(cp_tile_event(Phase::fwd, 1, g, g, ulysses_section(g, hg), ulysses_tile_shape(mask, S), hg, d, dv,
                                       us_since(t0)));
@@ -193,7 +195,7 @@ CpGrads<T> ulysses_backward(const CpSpec& cfg, const UlyssesForward<T>& f, const
   comm.set_step(Phase::bwd, 0);
   const PerRank<T> dO = a2a_before(plan, dout, "do", comm);
   comm.set_step(Phase::bwd, 1);
-  const Mask mask = ulysses_mask(cfg.packing(), cfg.packed(), cfg.causal(), S);
+  const Mask mask = ulysses_mask(cfg.packing(), cfg.packed(), cfg.rule(), S);
   PerRank<T> dq, dk, dvs;
   for (int g = 0; g < P; ++g) {
     dq.emplace_back(S, hg, d);
@@ -218,7 +220,7 @@ CpGrads<T> ulysses_backward(const CpSpec& cfg, const UlyssesForward<T>& f, const
   template PerRank<T> a2a_after<T>(const A2aPlan&, const PerRank<T>&, const std::string&, SimComm&);       \
   template std::vector<Rows<T>> lse_in_place<T>(const A2aPlan&, const std::vector<Rows<T>>&);              \
   template UlyssesForward<T> ulysses_forward<T>(const CpSpec&, const PerRank<T>&, const PerRank<T>&,  \
-                                                const PerRank<T>&, SimComm&);                               \
+                                                const PerRank<T>&, SimComm&, const std::vector<T>&);        \
   template CpGrads<T> ulysses_backward<T>(const CpSpec&, const UlyssesForward<T>&, const PerRank<T>&, \
                                           SimComm&);
 CPLAB_INSTANTIATE(float)

@@ -10,6 +10,8 @@
 //   "after"   the output (and in the backward dQ, dK, dV) goes back the same way ("o", ...)
 // The group size G must divide heads and KV heads (the heads rule of Ulysses); with too few KV heads
 // the caller may replicate them first (repeat_heads, tensor.h), which costs memory and bytes.
+// Attention sinks (core/sinks.h): rank g applies its head group's sinks to its final (O, LSE)
+// before the output all-to-all, once per row.
 // What it is not: pipelined (TE overlaps the a2a of q, k and v; the reference is lockstep).
 #pragma once
 
@@ -51,7 +53,7 @@ struct UlyssesForward {
 
 template <class T>
 UlyssesForward<T> ulysses_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k,
-                                  const PerRank<T>& v, SimComm& comm);
+                                  const PerRank<T>& v, SimComm& comm, const std::vector<T>& sinks = {});
 template <class T>
 CpGrads<T> ulysses_backward(const CpSpec& cfg, const UlyssesForward<T>& fwd, const PerRank<T>& dout,
                             SimComm& comm);
@@ -63,9 +65,10 @@ A2aPlan sequence_plan(const Partition& part);
 // (heads/G heads of them) and in a2a_after member g sends member i the same |from[i]| tokens back.
 
 // The attention step of --mode a2a (the one definition, read by the execution and trace_plan.h):
-// every rank computes all S queries x all S keys of its head group under this mask (token_mask for
-// packed sequences), recorded as one tile named ulysses_section(g, heads per rank)
-Mask ulysses_mask(const Packing& tokens, bool packed, bool causal, index_t S);
+// every rank computes all S queries x all S keys of its head group under this mask (causal / none,
+// or token_mask of the rule for packed sequences, windows and chunks), recorded as one tile named
+// ulysses_section(g, heads per rank)
+Mask ulysses_mask(const Packing& tokens, bool packed, const PositionRule& rule, index_t S);
 std::string ulysses_section(index_t g, index_t hg);
 TileShape ulysses_tile_shape(const Mask& mask, index_t S);
 

@@ -95,38 +95,42 @@ struct Heads {
 // hierarchical CP, which share the outer layout) compute the same ones. ring_p2p.cpp plan_tile.
 class RingTiles {
  public:
-  RingTiles(const Partition& part, bool causal, const Packing* packing)
-      : pos_(part), causal_(causal), packing_(packing), P_(part.cp()),
+  RingTiles(const Partition& part, const PositionRule& rule, const Packing* packing)
+      : pos_(part), rule_(rule), packing_(packing), P_(part.cp()),
         tiles_(static_cast<size_t>(P_ * P_)) {}
   const std::pair<std::string, TileShape>& at(index_t r, index_t j) {
     auto& slot = tiles_[static_cast<size_t>(r * P_ + j)];
     if (slot) return *slot;
-    RingTile t = ring_tile(pos_.part().layout(), causal_, P_, r, j, pos_.part().local_len());
-    if (packing_ != nullptr) t = ring_packed_tile(t, *packing_, pos_.all(r), pos_.all(j), causal_);
+    RingTile t = ring_tile(pos_.part().layout(), rule_.causal, P_, r, j, pos_.part().local_len());
+    if (packing_ != nullptr || (!rule_.plain() && !t.skipped))  // ring_plan_tile's composition, positions cached
+      t = ring_rule_tile(t, packing_, rule_, pos_.part().seq(), pos_.all(r), pos_.all(j));
     slot.emplace(t.section, tile_shape(t.mask, t.skipped, pos_.spans(r, t.q0, t.nq), t.nq, pos_.spans(j, t.k0, t.nk), t.nk));
     return *slot;
   }
 
  private:
   Positions pos_;
-  bool causal_;
+  PositionRule rule_;
   const Packing* packing_;
   index_t P_;
   std::vector<std::optional<std::pair<std::string, TileShape>>> tiles_;
 };
 
-// ring_p2p.cpp ring_forward / ring_backward: per step, the posts, every position's tile, the receives
-void plan_ring(Recorder& rec, Phase ph, RingTiles& tiles, index_t P, index_t n, const Heads& hd, const RingGroup& g) {
+// ring_p2p.cpp ring_forward / ring_backward: per step (hops + 1 of them), the posts, every
+// position's tile, the receives
+void plan_ring(Recorder& rec, Phase ph, RingTiles& tiles, index_t P, index_t hops, index_t n, const Heads& hd,
+               const RingGroup& g) {
   const std::int64_t part_bytes = hd.kv_bytes(n);
-  for (index_t i = 0; i < P; ++i) {
+  const index_t steps = hops + 1;
+  for (index_t i = 0; i < steps; ++i) {
     rec.set_step(ph, g.step0 + static_cast<int>(i));
-    const RingPost post = ph == Phase::fwd ? ring_fwd_post(P, i) : ring_bwd_post(P, i);
+    const RingPost post = ph == Phase::fwd ? ring_fwd_post(steps, i) : ring_bwd_post(steps, i);
     auto at = [&](index_t r) { return g.global(static_cast<int>(r)); };
     if (post.posts)
       for (index_t r = 0; r < P; ++r)
         rec.send(at(r), at(ph == Phase::fwd ? ring_fwd_dst(P, r) : ring_bwd_dst(P, r)), post.tensor, post.parts() * part_bytes);
     for (index_t r = 0; r < P; ++r) {
-      const index_t j = ph == Phase::fwd ? ring_fwd_kv_block(P, r, i) : ring_bwd_kv_block(P, r, i);
+      const index_t j = ph == Phase::fwd ? ring_fwd_kv_block(P, r, i) : ring_bwd_kv_block(P, r, i, steps);
       const auto& [section, shape] = tiles.at(r, j);
       rec.tile(cp_tile_event(ph, g.step0 + static_cast<int>(i), at(r), at(j), section, shape, hd.h, hd.d, hd.dv, 0));
     }
@@ -138,9 +142,9 @@ void plan_ring(Recorder& rec, Phase ph, RingTiles& tiles, index_t P, index_t n, 
 
 // cp_attention.cpp "p2p": one ring over all ranks
 void plan_p2p(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const Heads& hd) {
-  RingTiles tiles(cfg.partition(), cfg.causal(), cfg.packed() ? &cfg.packing() : nullptr);
-  plan_ring(rec, Phase::fwd, tiles, cfg.P(), cfg.n(), hd, {});
-  if (s.backward) plan_ring(rec, Phase::bwd, tiles, cfg.P(), cfg.n(), hd, {});
+  RingTiles tiles(cfg.partition(), cfg.rule(), cfg.packed() ? &cfg.packing() : nullptr);
+  plan_ring(rec, Phase::fwd, tiles, cfg.P(), cfg.ring_hops(), cfg.n(), hd, {});
+  if (s.backward) plan_ring(rec, Phase::bwd, tiles, cfg.P(), cfg.ring_hops(), cfg.n(), hd, {});
 }
 
 // allgather_kv.cpp: gather (step 0), the tiles of every rank (1), backward: reduce-scatter (2)
@@ -149,7 +153,7 @@ void plan_allgather(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const He
   const std::int64_t kv = hd.kv_bytes(cfg.n());
   std::vector<std::vector<std::pair<std::string, TileShape>>> tiles(static_cast<size_t>(cfg.P()));
   for (index_t r = 0; r < cfg.P(); ++r)
-    for (const AgTile& t : allgather_tiles(cfg.partition(), cfg.packing(), cfg.packed(), cfg.causal(), r))
+    for (const AgTile& t : allgather_tiles(cfg.partition(), cfg.packing(), cfg.packed(), cfg.rule(), r))
       tiles[static_cast<size_t>(r)].emplace_back(t.section, allgather_tile_shape(cfg.partition(), r, t));
   for (const Phase ph : {Phase::fwd, Phase::bwd}) {
     if (ph == Phase::bwd && !s.backward) break;
@@ -178,7 +182,7 @@ void a2a(Recorder& rec, const std::string& name, const std::vector<int>& members
 void plan_ulysses(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const Heads& hd) {
   const std::vector<int> all = iota_ranks(cfg.P());
   const index_t n = cfg.n(), S = cfg.S(), P = cfg.P(), hg = hd.h / P, e = hd.elem;
-  const TileShape shape = ulysses_tile_shape(ulysses_mask(cfg.packing(), cfg.packed(), cfg.causal(), S), S);
+  const TileShape shape = ulysses_tile_shape(ulysses_mask(cfg.packing(), cfg.packed(), cfg.rule(), S), S);
   auto tiles = [&](Phase ph) {
     rec.set_step(ph, 1);
     for (index_t g = 0; g < P; ++g)
@@ -204,7 +208,7 @@ void plan_ulysses(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const Head
 void plan_hcp(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const Heads& hd) {
   const index_t I = cfg.icp(), O = cfg.ocp(), n = cfg.n(), e = hd.elem;
   const Partition outer = hcp_outer_partition(cfg.partition(), O);
-  RingTiles tiles(outer, cfg.causal(), nullptr);
+  RingTiles tiles(outer, cfg.rule(), nullptr);
   const Heads ring{hd.h / I, hd.hk / I, hd.d, hd.dv, e};
   auto group = [&](index_t p) { return hcp_inner_members(I, p); };
   auto inner = [&](const std::string& name, index_t heads, index_t dim) {
@@ -212,8 +216,8 @@ void plan_hcp(Recorder& rec, const RunSpec& s, const CpSpec& cfg, const Heads& h
   };
   auto rings = [&](Phase ph) {
     for (index_t a = 0; a < I; ++a)
-      plan_ring(rec, ph, tiles, O, outer.local_len(), ring, RingGroup{hcp_ring_members(I, O, a), 1});
-    rec.set_step(ph, static_cast<int>(O) + 1);
+      plan_ring(rec, ph, tiles, O, cfg.ring_hops(), outer.local_len(), ring, RingGroup{hcp_ring_members(I, O, a), 1});
+    rec.set_step(ph, static_cast<int>(cfg.ring_hops()) + 2);
   };
   rec.set_step(Phase::fwd, 0);
   inner("q", hd.h, hd.d);
@@ -261,7 +265,10 @@ double plan_work_estimate(const RunSpec& run) {
   const CpSpec& s = run.cp;
   const double S = static_cast<double>(s.S()), P = static_cast<double>(s.P());
   double w = 4 * S;  // index lists and spans of every rank
-  if (s.mode() == Mode::p2p && s.packed()) w += P * S;  // a per-row mask for each of the P*P tiles
+  const bool rows = s.packed() || !s.rule().plain();    // tiles with a per-row mask (token_mask)
+  if (s.mode() == Mode::p2p && rows) w += P * S;        // a per-row mask for each of the P*P tiles
+  if (s.mode() == Mode::a2a_p2p && rows) w += static_cast<double>(s.ocp()) * S;  // the rings' tiles
+  if (s.mode() == Mode::a2a && rows) w += 2 * S;        // one mask over the whole sequence
   if (s.mode() == Mode::allgather) w += 4 * P * S;      // each rank's tiles scan the whole sequence
   return w;
 }

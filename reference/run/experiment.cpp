@@ -44,9 +44,10 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
   const PerRank<T> k = shard(part, f > 1 ? repeat_heads(rounded<T>(in.k), f) : rounded<T>(in.k));
   const PerRank<T> v = shard(part, f > 1 ? repeat_heads(rounded<T>(in.v), f) : rounded<T>(in.v));
   SimComm comm(static_cast<int>(cp.P()), &rep.trace);
+  const std::vector<T> sinks(in.sinks.begin(), in.sinks.end());  // rounded to the run's dtype
   const auto t0 = Clock::now();
   CpState<T> state;
-  const CpOutput<T> out = cp_attention_forward(cp, q, k, v, comm, state);
+  const CpOutput<T> out = cp_attention_forward(cp, q, k, v, comm, state, sinks);
   CpGrads<T> g;
   if (s.backward) g = cp_attention_backward(cp, state, shard(part, rounded<T>(in.dout)), comm);
   rep.seconds = secs(t0);
@@ -58,21 +59,25 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
     if (f > 1) dk = sum_repeated_heads(dk, f), dv = sum_repeated_heads(dv, f);  // replicas' gradients add up
     rep.dk = cast<double>(dk);
     rep.dv = cast<double>(dv);
+    rep.dsinks.assign(g.dsinks.begin(), g.dsinks.end());
   }
 }
 
 // The oracle: dense attention in double, one sequence at a time over its real tokens only (an
-// independent route from the packed token masks the modes use); padding rows get O = 0,
-// LSE = -inf and zero gradients.
+// independent route from the packed token masks the modes use), each under the rule's mask of the
+// whole sequence (sequence_mask) and with the sinks inside the softmax (attention_kernel.h, not the
+// modes' merge); padding rows get O = 0, LSE = -inf and zero gradients.
 struct Oracle {
   Tensor3<double> o, dq, dk, dv;
   Rows<double> lse;
+  std::vector<double> dsinks;
 };
 Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
-                    const Tensor3<double>& v, const Tensor3<double>& dout) {
-  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity())};
+                    const Tensor3<double>& v, const Tensor3<double>& dout, const std::vector<double>& sinks) {
+  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity()), {}};
   if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
-  const Mask mask = s.cp.causal() ? Mask::causal() : Mask::none();
+  if (s.backward && !sinks.empty()) r.dsinks.assign(sinks.size(), 0.0);
+  const double* sink = sinks.empty() ? nullptr : sinks.data();
   auto rows = [](const Tensor3<double>& x, index_t b, index_t n) {
     Tensor3<double> y(n, x.h, x.d);
     std::copy(x.token(b), x.token(b) + n * x.h * x.d, y.data.begin());
@@ -82,14 +87,16 @@ Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& 
   for (index_t sq = 0; sq < pk.num_seqs(); ++sq) {
     const index_t b = pk.cu_seqlens_padded[static_cast<size_t>(sq)], L = pk.length(sq);
     const Tensor3<double> qs = rows(q, b, L), ks = rows(k, b, L), vs = rows(v, b, L);
-    const AttnOut<double> f = dense_forward(qs, ks, vs, mask, s.cp.scale());
+    const Mask mask = sequence_mask(s.cp.rule(), L);
+    const AttnOut<double> f = dense_forward(qs, ks, vs, mask, s.cp.scale(), sink);
     put(r.o, b, f.o);
     r.lse.block(0, b, q.h, L) = f.lse;
     if (s.backward) {
-      const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.cp.scale());
+      const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.cp.scale(), sink);
       put(r.dq, b, g.dq);
       put(r.dk, b, g.dk);
       put(r.dv, b, g.dv);
+      for (size_t i = 0; i < g.dsinks.size(); ++i) r.dsinks[i] += g.dsinks[i];
     }
   }
   return r;
@@ -140,7 +147,9 @@ double cpu_flops_estimate(const RunSpec& s) {
   // visible_pairs() of the full (causal) mask
   const double S = static_cast<double>(s.cp.S()), h = static_cast<double>(s.cp.h());
   const double d = static_cast<double>(s.cp.d()), dv = static_cast<double>(s.cp.dv());
-  const double pairs = s.cp.causal() ? S * (S + 1) / 2 : S * S;
+  const PositionRule rule = s.cp.rule();  // the pairs of one sequence of S tokens, in floating point
+  const double pairs = !rule.plain() && S < 1e9 ? static_cast<double>(rule.pairs(s.cp.S()))
+                                                : (s.cp.causal() ? S * (S + 1) / 2 : S * S);
   // + about 30 operation-equivalents per visible pair and pass for the exponential and masking,
   // which dominate when head dims are tiny
   const double once = fwd_flops(pairs, h, d, dv) + 30.0 * pairs * h +
@@ -162,22 +171,40 @@ Inputs make_inputs(const RunSpec& s) {
   in.k = fill(cp.S(), cp.hk(), cp.d());
   in.v = fill(cp.S(), cp.hk(), cp.dv());
   if (s.backward) in.dout = fill(cp.S(), cp.h(), cp.dv());
+  in.sinks = sink_inputs(s);
   return in;
+}
+
+std::vector<double> sink_inputs(const RunSpec& s) {
+  if (!s.cp.sinks()) return {};
+  if (!s.cp.fields().sink_logits.empty()) return s.cp.fields().sink_logits;
+  std::seed_seq seq{static_cast<std::uint32_t>(s.seed), static_cast<std::uint32_t>(s.seed >> 32), 0x73696e6bu /*"sink"*/};
+  std::mt19937_64 rng(seq);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> x(static_cast<size_t>(s.cp.h()));
+  for (double& e : x) e = u(rng);
+  return x;
 }
 
 double RunReport::max_error() const {
   double m = 0;
-  for (const auto& e : {err_o, err_lse, err_dq, err_dk, err_dv})
+  for (const auto& e : {err_o, err_lse, err_dq, err_dk, err_dv, err_dsinks})
     if (e) m = std::max(m, *e);
   return m;
 }
 
 std::map<std::string, std::string> trace_meta(const RunSpec& s) {
   const CpSpec& cp = s.cp;
-  return {{"mode", to_string(cp.mode())}, {"hcp", num(cp.icp()) + "," + num(cp.ocp())}, {"layout", to_string(cp.layout())},
-          {"causal", cp.causal() ? "true" : "false"}, {"cp", num(cp.P())}, {"seq", num(cp.S())}, {"heads", num(cp.h())},
-          {"kv_heads", num(cp.hk())}, {"head_dim", num(cp.d())}, {"v_head_dim", num(cp.dv())},
-          {"dtype", s.dtype}, {"merge", to_string(cp.merge())}};
+  std::map<std::string, std::string> m = {
+      {"mode", to_string(cp.mode())}, {"hcp", num(cp.icp()) + "," + num(cp.ocp())}, {"layout", to_string(cp.layout())},
+      {"causal", cp.causal() ? "true" : "false"}, {"cp", num(cp.P())}, {"seq", num(cp.S())}, {"heads", num(cp.h())},
+      {"kv_heads", num(cp.hk())}, {"head_dim", num(cp.d())}, {"v_head_dim", num(cp.dv())},
+      {"dtype", s.dtype}, {"merge", to_string(cp.merge())}};
+  // only when set: a plain run's trace is what it was before these options existed
+  if (cp.window() > 0) m["window"] = num(cp.window());
+  if (cp.chunk() > 0) m["chunk"] = num(cp.chunk());
+  if (cp.sinks()) m["sinks"] = "true";
+  return m;
 }
 
 namespace {
@@ -198,8 +225,11 @@ RunReport run_checked(const RunSpec& s, const Inputs& in) {
   const bool f32 = s.dtype == "float";
   auto as_run = [&](const Tensor3<double>& x) { return f32 ? cast<double>(cast<float>(x)) : x; };
   const Packing& pk = s.cp.packing();
+  std::vector<double> sinks = in.sinks;  // rounded to the run's dtype, as the CP run takes them
+  if (f32)
+    for (double& x : sinks) x = static_cast<double>(static_cast<float>(x));
   const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
-                                  s.backward ? as_run(in.dout) : Tensor3<double>());
+                                  s.backward ? as_run(in.dout) : Tensor3<double>(), sinks);
   // an overflow of the reference is not a result to compare (matching infinities would read as error 0)
   check_reference_finite(s, in, {&ref.o, &ref.lse, s.backward ? &ref.dq : nullptr, s.backward ? &ref.dk : nullptr,
                                  s.backward ? &ref.dv : nullptr});
@@ -218,6 +248,7 @@ RunReport run_checked(const RunSpec& s, const Inputs& in) {
     rep.err_dq = rel_error(rep.dq.data.data(), ref.dq.data.data(), ref.dq.data.size());
     rep.err_dk = rel_error(rep.dk.data.data(), ref.dk.data.data(), ref.dk.data.size());
     rep.err_dv = rel_error(rep.dv.data.data(), ref.dv.data.data(), ref.dv.data.size());
+    if (!ref.dsinks.empty()) rep.err_dsinks = rel_error(rep.dsinks.data(), ref.dsinks.data(), ref.dsinks.size());
   }
   rep.reference_seconds = secs(t0);
   // padding tokens must come out exactly zero, in every output and gradient
@@ -249,9 +280,8 @@ RunReport run_experiment(const RunSpec& s, const Inputs& in) {
 std::int64_t dense_flops(const RunSpec& s) {
   const CpSpec& cp = s.cp;
   const Packing& pk = cp.packing();
-  const Mask mask = cp.causal() ? Mask::causal() : Mask::none();
   std::int64_t pairs = 0;
-  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += visible_pairs(mask, pk.length(sq), pk.length(sq));
+  for (index_t sq = 0; sq < pk.num_seqs(); ++sq) pairs += cp.rule().pairs(pk.length(sq));
   return fwd_flops(pairs, cp.h(), cp.d(), cp.dv()) + (s.backward ? bwd_flops(pairs, cp.h(), cp.d(), cp.dv()) : 0);
 }
 
@@ -278,10 +308,13 @@ nlohmann::json report_json(const RunReport& r) {
   const MemoryEstimate mem = estimate_memory(s);
   return json{
       {"mode", to_string(cp.mode())}, {"cp", cp.P()}, {"layout", to_string(cp.layout())}, {"causal", cp.causal()},
+      {"window", cp.window() > 0 ? json(cp.window()) : json(nullptr)}, {"chunk", cp.chunk() > 0 ? json(cp.chunk()) : json(nullptr)},
+      {"sinks", cp.sinks()}, {"ring_hops", cp.ring_hops() >= 0 ? json(cp.ring_hops()) : json(nullptr)},
       {"seq", cp.S()}, {"heads", cp.h()}, {"kv_heads", cp.hk()}, {"head_dim", cp.d()},
       {"v_head_dim", cp.dv()}, {"dtype", s.dtype}, {"merge", to_string(cp.merge())}, {"backward", s.backward},
       {"seed", s.seed}, {"scale", cp.scale()},
-      {"errors", {{"o", opt(r.err_o)}, {"lse", opt(r.err_lse)}, {"dq", opt(r.err_dq)}, {"dk", opt(r.err_dk)}, {"dv", opt(r.err_dv)}}},
+      {"errors", {{"o", opt(r.err_o)}, {"lse", opt(r.err_lse)}, {"dq", opt(r.err_dq)}, {"dk", opt(r.err_dk)}, {"dv", opt(r.err_dv)},
+                  {"dsinks", opt(r.err_dsinks)}}},
       {"flops_per_rank", r.flops}, {"flops_fwd_per_rank", r.flops_fwd}, {"flops_bwd_per_rank", r.flops_bwd},
       {"dense_flops", r.dense_flops},
       {"work_ratio", std::isfinite(r.work_ratio) ? json(r.work_ratio) : json(nullptr)},

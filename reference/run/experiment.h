@@ -5,7 +5,8 @@
 // the broken rule; make_inputs (seeded uniform [-1, 1] Q, K, V, dO, or tensors the caller loaded);
 // and run_experiment, which shards the inputs by the layout, runs the mode forward (and backward) in
 // the requested dtype on SimComm ranks, unshards, runs the dense oracle in double on the same
-// (dtype-rounded) inputs, and reports errors, per-rank FLOPs, bytes and messages (all summed from
+// (dtype-rounded) inputs (with the run's window or chunk, mask_rule.h, and its attention sinks in
+// the softmax itself, core/sinks.h), and reports errors, per-rank FLOPs, bytes and messages (all summed from
 // the trace) and timings. Its memory is estimated before anything is allocated (memory_estimate.h:
 // a run above 16 GiB is refused), and a dense reference that overflows is refused (overflow.h).
 // `cplab run`, `cplab demo`, the tests and the tutorials all go through it.
@@ -55,12 +56,18 @@ std::map<std::string, std::string> trace_meta(const RunSpec& s);
 struct Inputs {  // global, sequence order, double
   Tensor3<double> q, k, v;  // (s,h,d), (s,hk,d), (s,hk,dv)
   Tensor3<double> dout;     // (s,h,dv); empty when no backward
+  std::vector<double> sinks;  // (h) attention sink logits when s.cp.sinks(), else empty
 };
+// Q, K, V (and dO) uniform in [-1, 1] from s.seed, and the sinks (sink_inputs)
 Inputs make_inputs(const RunSpec& s);
+// the sink logits of a run: the spec's --sink-logits, else uniform in [-1, 1] from s.seed (a stream
+// of their own: the same Q, K, V, dO as without sinks); empty without sinks
+std::vector<double> sink_inputs(const RunSpec& s);
 
 struct RunReport {
   RunSpec spec;
   std::optional<double> err_o, err_lse, err_dq, err_dk, err_dv;  // core/rel_error.h
+  std::optional<double> err_dsinks;  // with sinks and backward: d s_h against the oracle's
   std::vector<std::int64_t> flops_fwd, flops_bwd, flops, bytes_sent, bytes_recv, messages;  // per rank
   double padding_max_abs = 0;    // max |O|, |dQ|, |dK|, |dV| over padding tokens (must be exactly 0)
   // results ("o", "lse", "dq", "dk", "dv") holding a NaN or an infinity where the reference is finite
@@ -75,12 +82,14 @@ struct RunReport {
   // results, global sequence order, converted to double (exact for float runs)
   Tensor3<double> o, dq, dk, dv;
   Rows<double> lse;
+  std::vector<double> dsinks;  // (h) with sinks and backward
   double max_error() const;  // over the errors measured
 };
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
 // FLOPs of the same attention on one device (dense oracle): every packed sequence's real tokens
-// against themselves, forward (+ backward); what the ranks' FLOPs must sum to
+// against themselves under the run's rule (PositionRule::pairs), forward (+ backward); what the
+// ranks' FLOPs must sum to
 std::int64_t dense_flops(const RunSpec& s);
 // fill r's per-rank FLOPs, bytes, messages and work ratio from r.trace (run_experiment does; so does
 // `cplab run --plan-only` for a planned trace, trace_plan.h)

@@ -73,7 +73,7 @@ double fold_partials(const CpSpec& ring, double e, double h, double dv) {
         rows += static_cast<double>(ring.n());
         continue;
       }
-      const RingTile t = ring_plan_tile(ring.partition(), nullptr, ring.causal(), r, ring_fwd_kv_block(P, r, i));
+      const RingTile t = ring_plan_tile(ring.partition(), nullptr, ring.rule(), r, ring_fwd_kv_block(P, r, i));
       if (!t.skipped) rows += static_cast<double>(t.nq);
     }
   return e * rows * h * (dv + 1);

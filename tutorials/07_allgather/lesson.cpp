@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     rows.push_back({std::to_string(ev.rank), ev.section, to_string(ev.rows), to_string(ev.cols), ev.mask,
                     std::to_string(ev.pairs), std::to_string(ev.flops)});
     keys[static_cast<size_t>(ev.rank)] += span_count(ev.cols);
-    const std::vector<AgTile> lib = allgather_tiles(part, cp.packing(), cp.packed(), cp.causal(), ev.rank);
+    const std::vector<AgTile> lib = allgather_tiles(part, cp.packing(), cp.packed(), cp.rule(), ev.rank);
     bool found = false;
     for (const AgTile& a : lib)
       found = found || (a.section == ev.section && to_string(a.mask) == ev.mask && a.nk == span_count(ev.cols));
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   show("(2P+1) * c", (2 * P + 1) * c);
   show("per-rank fwd FLOPs", list(rep.flops_fwd));
   std::printf("rank 1's tiles, query by query (mask.h keys of the tile's mask causal(sk - sq)):\n");
-  for (const AgTile& a : allgather_tiles(part, cp.packing(), cp.packed(), cp.causal(), 1)) {
+  for (const AgTile& a : allgather_tiles(part, cp.packing(), cp.packed(), cp.rule(), 1)) {
     const std::vector<index_t> q = part.indices(1, a.q0, a.nq);
     for (index_t row = 0; row < a.nq; ++row) {
       const KeyRange kr = a.mask.keys(row, a.nk);
