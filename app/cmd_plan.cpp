@@ -1,9 +1,11 @@
 // cmd_plan.cpp: `cplab plan`: which CP mode for an attention shape on N GPUs, by the performance model.
 //
 // What it is: options -> PlanProblem + PerfAssumptions (presets, --tflops, --calibration, checked
-// by plan/perf_options.h, which cplab-viz's timeline shares), the candidates of planner.h, a table
+// by plan/perf_options.h, which cplab-viz's timeline shares; --window / --chunk from
+// mask_options.h; --cp is --gpus, as cplab run names it), the candidates of planner.h, a table
 // (predicted forward / backward time per layer, efficiency, exposed communication), the
-// recommendation, and every assumption the numbers rest on.
+// recommendation with its reason in one line (planner.h plan_choice), and every assumption the
+// numbers rest on.
 // What it is not: a measurement; the model is perf_model.h.
 #include <cstdio>
 #include <iostream>
@@ -12,6 +14,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "mask_options.h"
 #include "plan/perf_options.h"
 #include "plan/planner.h"
 
@@ -23,6 +26,7 @@ struct PlanOptions {
   index_t seq = 131072, heads = 32, kv_heads = 8, head_dim = 128, gpus = 8;
   bool no_causal = false, forward_only = false, json = false;
   PerfOptions perf;  // --gpu, --intra, --inter, --gpus-per-node, --tau-us, --tflops, --bwd-tflops, --calibration
+  MaskOptions mask;  // --window, --chunk (mask_options.h)
 };
 
 std::string sizes_of(const PlanOption& o) {
@@ -32,7 +36,10 @@ std::string sizes_of(const PlanOption& o) {
 }
 
 int plan_action(const PlanOptions& o) {
-  const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, !o.no_causal, !o.forward_only};
+  CpFields mask;  // --window / --chunk, when given
+  mask.causal = !o.no_causal;
+  apply_mask_options(o.mask, mask);
+  const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, mask.causal, !o.forward_only, mask.window, mask.chunk};
   const index_t gpus_per_node = o.perf.gpus_per_node;
   check_plan_problem(p, gpus_per_node);  // the sizes' limits, before anything is derived from them
   check_whole_nodes(o.gpus, gpus_per_node);
@@ -48,23 +55,30 @@ int plan_action(const PlanOptions& o) {
       if (x.valid)
         r.update({{"fwd_ms", x.pred.fwd_us / 1e3}, {"bwd_ms", x.pred.bwd_us / 1e3}, {"total_ms", x.pred.total_us() / 1e3},
                   {"efficiency_fwd", x.pred.efficiency_fwd}, {"efficiency_bwd", x.pred.efficiency_bwd},
-                  {"exposed_comm_ms", x.pred.exposed_comm_us / 1e3}});
+                  {"exposed_comm_ms", x.pred.exposed_comm_us / 1e3},
+                  {"ring_hops", x.ring_hops >= 0 ? nlohmann::json(x.ring_hops) : nlohmann::json(nullptr)}});
       else
         r["why_not"] = x.why_not;
       rows.push_back(r);
     }
     std::cout << nlohmann::json{{"seq", o.seq}, {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"head_dim", o.head_dim},
                                 {"gpus", o.gpus}, {"gpus_per_node", gpus_per_node}, {"causal", p.causal}, {"backward", p.backward},
+                                {"window", p.window ? nlohmann::json(*p.window) : nlohmann::json(nullptr)},
+                                {"chunk", p.chunk ? nlohmann::json(*p.chunk) : nlohmann::json(nullptr)},
                                 {"options", rows}, {"recommended", opts.front().valid ? opts.front().label : ""},
+                                {"reason", plan_choice(p, opts)},
                                 {"assumptions", a.to_json()}}
                      .dump(2)
               << "\n";
     return 0;
   }
+  std::string mask_text = p.causal ? "causal" : "not causal";
+  if (p.window) mask_text += ", window " + std::to_string(*p.window);
+  if (p.chunk) mask_text += ", chunk " + std::to_string(*p.chunk);
   std::printf("cplab plan: attention of %lld tokens, %lld query heads, %lld KV heads, head dim %lld, %s, bf16, %s\n"
               "on %lld GPUs (%lld per node, %lld node%s), one layer, predicted by the model of reference/plan/perf_model.h\n\n",
               static_cast<long long>(o.seq), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
-              static_cast<long long>(o.head_dim), p.causal ? "causal" : "not causal", p.backward ? "forward + backward" : "forward only",
+              static_cast<long long>(o.head_dim), mask_text.c_str(), p.backward ? "forward + backward" : "forward only",
               static_cast<long long>(o.gpus), static_cast<long long>(gpus_per_node), static_cast<long long>(nodes), nodes == 1 ? "" : "s");
   std::printf("%-22s %-22s %9s %9s %10s %11s %12s  %s\n", "candidate", "sizes", "fwd (ms)", "bwd (ms)", "total (ms)", "efficiency", "exposed comm", "notes");
   for (const PlanOption& x : opts) {
@@ -76,11 +90,9 @@ int plan_action(const PlanOptions& o) {
   }
   for (const PlanOption& x : opts)
     if (!x.valid) std::printf("%-22s not possible: %s\n", x.label.c_str(), x.why_not.c_str());
-  if (opts.front().valid) {
+  if (opts.front().valid) {  // the choice and its reason, one line (planner.h plan_choice)
     const PlanOption& b = opts.front();
-    std::printf("\nrecommended: %s (%s): %.3f ms per layer, efficiency %.2f forward%s\n", b.label.c_str(), sizes_of(b).c_str(),
-                b.pred.total_us() / 1e3, b.pred.efficiency_fwd,
-                p.backward ? (" / " + std::to_string(b.pred.efficiency_bwd).substr(0, 4) + " backward").c_str() : "");
+    std::printf("\nrecommended: %s (%s): %s\n", b.label.c_str(), sizes_of(b).c_str(), plan_choice(p, opts).c_str());
   } else {
     std::printf("\nno candidate is possible for this shape\n");
   }
@@ -105,15 +117,17 @@ void setup_plan(CLI::App& app, int& status) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* sub = app.add_subcommand(
       "plan", "Recommend a CP mode (and hierarchical sizes) for an attention shape on N GPUs, with predicted times\n"
-              "from an alpha-beta model evaluated on each mode's own schedule. Example:\n"
-              "  cplab plan --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --gpus 16 --gpus-per-node 8");
+              "from an alpha-beta model evaluated on each mode's own schedule. Examples:\n"
+              "  cplab plan --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --gpus 16 --gpus-per-node 8\n"
+              "  cplab plan --window 4096 --seq 131072 --cp 8");
   sub->add_option("--seq", o->seq, "tokens of the sequence (global)")->capture_default_str();
   sub->add_option("--heads", o->heads, "query heads (per GPU after tensor parallelism)")->capture_default_str();
   sub->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
   sub->add_option("--head-dim", o->head_dim, "head dim")->capture_default_str();
-  sub->add_option("--gpus", o->gpus, "GPUs in the CP group")->capture_default_str();
+  sub->add_option("--gpus,--cp", o->gpus, "GPUs in the CP group (--cp: the same, as cplab run names it)")->capture_default_str();
   sub->add_option("--gpus-per-node", o->perf.gpus_per_node, "GPUs per node (NVLink inside, the inter-node link across)")->capture_default_str();
   sub->add_flag("--no-causal", o->no_causal, "full (bidirectional) attention instead of causal");
+  add_mask_options(sub, o->mask, false);  // --window --chunk: the candidates' tiles and ring hops follow them
   sub->add_flag("--forward-only", o->forward_only, "predict the forward pass only (inference prefill)");
   sub->add_option("--gpu", o->perf.gpu, "GPU preset: " + preset_choices(gpu_preset_names()))->capture_default_str();
   sub->add_option("--intra", o->perf.intra, "link inside a node: " + preset_choices(link_preset_names()))->capture_default_str();

@@ -5,7 +5,8 @@
 // The files (inputs read header first, outputs checked before the run and committed together after
 // it succeeded, so a failed run leaves every existing output as it was) are run_files.h's.
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
-// table from it, computing nothing.
+// table from it, computing nothing. The mask options (--window, --chunk, --sinks, --sink-logits)
+// are mask_options.h's.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <algorithm>
 #include <cctype>
@@ -18,6 +19,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "mask_options.h"
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "run_files.h"
@@ -34,6 +36,7 @@ struct RunOptions {
   std::string mode = "p2p", layout = "zigzag", merge = "streaming", hcp, cu;
   index_t seq = 4096;  // --seq; with --cu-seqlens the packed total unless given
   RunFiles files;  // --q --k --v --do --out-dir --trace --chrome-trace (run_files.h)
+  MaskOptions mask;  // --window --chunk --sinks --sink-logits (mask_options.h)
   bool json = false, plan_only = false;
   std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
   long long seed = 0;
@@ -49,12 +52,17 @@ std::string fmt(const char* f, double x) {
 void print_header(const RunSpec& run, const RunReport* r) {
   const CpSpec& s = run.cp;
   std::cout << "cplab run: mode " << to_string(s.mode()) << ", layout " << to_string(s.layout()) << ", "
-            << (s.causal() ? "causal" : "non-causal") << ", cp " << s.P() << ", seq " << s.S() << ", heads "
+            << (s.causal() ? "causal" : "non-causal") << (s.window() > 0 ? ", window " + std::to_string(s.window()) : "")
+            << (s.chunk() > 0 ? ", chunk " + std::to_string(s.chunk()) : "") << (s.sinks() ? ", sinks" : "") << ", cp " << s.P() << ", seq " << s.S() << ", heads "
             << s.h() << " (kv " << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), "
             << run.dtype << ", merge " << to_string(s.merge()) << (run.backward ? ", forward + backward" : ", forward") << "\n";
   if (s.mode() == Mode::a2a_p2p)
     std::cout << "hierarchical: all-to-all groups of " << s.icp() << " adjacent ranks, " << s.icp() << " rings of " << s.ocp()
               << " ranks strided by " << s.icp() << "\n";
+  if (s.ring_hops() >= 0 && s.ring_hops() < (s.mode() == Mode::a2a_p2p ? s.ocp() : s.P()) - 1)
+    std::cout << "the ring stops early: " << s.ring_hops() << " hop" << (s.ring_hops() == 1 ? "" : "s") << " of "
+              << (s.mode() == Mode::a2a_p2p ? s.ocp() : s.P()) - 1
+              << " (no tile past them has a visible pair), in the forward and the backward\n";
   if (s.kv_replication() > 1)
     std::cout << "--replicate-kv: each of the " << s.hk() << " KV heads is repeated " << s.kv_replication()
               << " times for the all-to-all (their gradients are summed back)\n";
@@ -94,7 +102,7 @@ void print_human(const RunReport& r) {
   print_header(r.spec, &r);
   std::cout << "\nerror vs dense attention (max|x - ref| / max|ref|):";
   const std::pair<const char*, std::optional<double>> errs[] = {
-      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
+      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}, {"dsinks", r.err_dsinks}};
   for (const auto& [name, e] : errs)
     if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
   std::cout << "\n";
@@ -149,6 +157,7 @@ int run_action(RunOptions& o) {
   // with --cu-seqlens, --seq is their packed total: given, it must agree (CpSpec says so)
   const bool seq_given = o.given.at("seq")->count() > 0;
   f.seq = f.cu_seqlens.empty() || seq_given ? o.seq : 0;
+  apply_mask_options(o.mask, f);
   if (o.plan_only) {
     s.cp = CpSpec(f);
     return plan_action(o);
@@ -174,6 +183,7 @@ int run_action(RunOptions& o) {
     f.seq = seq, f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
   }
   s.cp = CpSpec(f);
+  o.files.dsinks = s.cp.sinks() && s.backward;  // --out-dir also writes dsinks.npy
   if (s.backward && !o.files.dout.empty()) {
     index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
     hdo = header3(o.files.dout, "dO", seq, h, dv);
@@ -188,6 +198,7 @@ int run_action(RunOptions& o) {
   } else {
     in = make_inputs(s);
   }
+  in.sinks = sink_inputs(s);
   if (s.backward) {
     if (!o.files.dout.empty()) {
       in.dout = load3(o.files.dout, "dO", hdo);
@@ -200,7 +211,7 @@ int run_action(RunOptions& o) {
   // a run whose check failed writes nothing: an existing output stays as it was
   std::string failed;
   const std::pair<const char*, std::optional<double>> errs[] = {
-      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}};
+      {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}, {"dsinks", r.err_dsinks}};
   for (const auto& [name, e] : errs)
     if (failed.empty() && e && !std::isfinite(*e)) failed = name;
   if (failed.empty()) write_outputs(o.files, r, s.backward, s.dtype == "float");
@@ -248,6 +259,7 @@ void setup_run(CLI::App& app, int& status) {
   o->given["head-dim"] = sub->add_option("--head-dim", f.head_dim, "Q/K head dim")->capture_default_str();
   o->given["v-head-dim"] = sub->add_option("--v-head-dim", f.v_head_dim, "V head dim (0: same as --head-dim)")->capture_default_str();
   sub->add_flag("--causal", f.causal, "causal mask (default: none)");
+  add_mask_options(sub, o->mask, true);  // --window --chunk --sinks --sink-logits
   sub->add_option("--layout", o->layout, "token layout: contiguous | zigzag | striped")->capture_default_str();
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();

@@ -34,8 +34,19 @@ void write_rows(std::ostream& out, const std::string& path, const Rows<double>& 
   }
 }
 
+void write_vector(std::ostream& out, const std::string& path, const std::vector<double>& x, bool f32) {
+  const std::vector<std::int64_t> shape = {static_cast<std::int64_t>(x.size())};
+  if (f32) {
+    const std::vector<float> y(x.begin(), x.end());
+    npy_write(out, path, shape, y.data());
+  } else {
+    npy_write(out, path, shape, x.data());
+  }
+}
+
 // the files of --out-dir, in the order they are written
-std::vector<std::string> out_dir_files(bool backward) {
+std::vector<std::string> out_dir_files(bool backward, bool dsinks) {
+  if (backward && dsinks) return {"o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy", "dsinks.npy"};
   if (backward) return {"o.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"};
   return {"o.npy", "lse.npy"};
 }
@@ -94,7 +105,7 @@ void prepare_outputs(const RunFiles& o, bool backward) {
   if (!o.chrome.empty()) outs.emplace_back("--chrome-trace", o.chrome);
   if (!o.out_dir.empty()) {
     check_folder(o.out_dir, "--out-dir");
-    for (const std::string& name : out_dir_files(backward))
+    for (const std::string& name : out_dir_files(backward, o.dsinks))
       outs.emplace_back("--out-dir", (std::filesystem::path(o.out_dir) / name).string());
   }
   const std::pair<const char*, const std::string*> ins[] = {
@@ -127,11 +138,12 @@ void write_outputs(const RunFiles& o, const RunReport& r, bool backward, bool f3
       std::filesystem::create_directories(o.out_dir, ec);
       require(!ec && std::filesystem::is_directory(o.out_dir),
               "--out-dir " + o.out_dir + ": cannot create the directory" + (ec ? " (" + ec.message() + ")" : ""));
-      for (const std::string& name : out_dir_files(backward)) {
+      for (const std::string& name : out_dir_files(backward, o.dsinks)) {
         const std::string path = (std::filesystem::path(o.out_dir) / name).string();
         set.stage(path, "--out-dir", [&](std::ostream& out) {
           if (name == "o.npy") write3(out, path, r.o, f32);
           else if (name == "lse.npy") write_rows(out, path, r.lse, f32);
+          else if (name == "dsinks.npy") write_vector(out, path, r.dsinks, f32);
           else write3(out, path, name == "dq.npy" ? r.dq : name == "dk.npy" ? r.dk : r.dv, f32);
         });
       }

@@ -20,6 +20,7 @@ namespace cplab::app {
 struct RunFiles {
   std::string q, k, v, dout;          // --q, --k, --v, --do (.npy inputs)
   std::string out_dir, trace, chrome;  // --out-dir, --trace, --chrome-trace
+  bool dsinks = false;                 // --out-dir also writes dsinks.npy (heads,) (--sinks --backward)
 };
 
 // the header of a 3-d (s, heads, dim) file; s, h, d: 0 = not known yet (filled), else must agree

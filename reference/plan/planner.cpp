@@ -2,6 +2,7 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
 #include "plan/trace_plan.h"
@@ -29,6 +30,11 @@ void check_plan_problem(const PlanProblem& p, index_t gpus_per_node) {
   check_range(p.heads, "heads", kMaxHeads, "cplab's limit on head counts and head dims");
   check_range(p.kv_heads, "kv-heads", kMaxHeads, "cplab's limit on head counts and head dims");
   check_range(p.head_dim, "head-dim", kMaxHeads, "cplab's limit on head counts and head dims");
+  CpFields mask;
+  mask.causal = p.causal;
+  mask.window = p.window;
+  mask.chunk = p.chunk;
+  check_mask_rules(mask);
 }
 
 std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions& a) {
@@ -40,6 +46,9 @@ std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions
   base.kv_heads = p.kv_heads;
   base.head_dim = p.head_dim;
   base.causal = p.causal;
+  base.window = p.window;
+  base.chunk = p.chunk;
+  const bool plain = !p.window && !p.chunk;
   std::vector<PlanOption> out;
   auto add = [&](CpFields f, std::string label, std::string note) {
     PlanOption o{f, std::move(label), std::move(note), true, "", {}};
@@ -49,6 +58,14 @@ std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions
       s.backward = p.backward;
       s.dtype = "float";
       o.pred = predict(plan_trace(s), s, a);
+      o.ring_hops = s.cp.ring_hops();
+      o.ring_size = f.mode == Mode::a2a_p2p ? f.ocp : f.cp;
+      if (!plain && o.ring_hops >= 0)  // what the window or chunk did to the ring
+        o.note += std::string(o.note.empty() ? "" : "; ") +
+                  (o.ring_hops < o.ring_size - 1 ? "ring stops after " + std::to_string(o.ring_hops) + " of " +
+                                                       std::to_string(o.ring_size - 1) + " hops"
+                                                 : o.ring_size == 2 ? "its 1 ring hop"
+                                                                    : "all " + std::to_string(o.ring_size - 1) + " ring hops");
     } catch (const Error& e) {
       o.valid = false;
       o.why_not = e.what();
@@ -59,7 +76,7 @@ std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions
     CpFields s = base;
     s.mode = Mode::p2p;
     s.layout = l;
-    add(s, "p2p " + to_string(l), l == Layout::contiguous && p.causal ? "naive ring: causal work piles up on the last ranks" : "");
+    add(s, "p2p " + to_string(l), l == Layout::contiguous && p.causal && plain ? "naive ring: causal work piles up on the last ranks" : "");
   }
   {
     CpFields s = base;
@@ -95,6 +112,56 @@ std::vector<PlanOption> plan_options(const PlanProblem& p, const PerfAssumptions
     return x.valid && x.pred.total_us() < y.pred.total_us();
   });
   return out;
+}
+
+}  // namespace cplab
+
+namespace cplab {
+
+namespace {
+
+std::string ms(double us) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f ms", us / 1e3);
+  return b;
+}
+
+// "window 4096" / "chunks of 512" / "the causal mask" / "the full mask": what the rule is, in words
+std::string rule_words(const PlanProblem& p) {
+  if (p.window) return "window " + std::to_string(*p.window);
+  if (p.chunk) return "chunks of " + std::to_string(*p.chunk);
+  return p.causal ? "the causal mask" : "the full mask";
+}
+
+}  // namespace
+
+std::string plan_choice(const PlanProblem& p, const std::vector<PlanOption>& v) {
+  if (v.empty() || !v.front().valid) return "no candidate is possible for this shape";
+  const PlanOption& b = v.front();
+  char head[128];
+  if (p.backward)
+    std::snprintf(head, sizeof head, "%s per layer, efficiency %.2f forward / %.2f backward", ms(b.pred.total_us()).c_str(),
+                  b.pred.efficiency_fwd, b.pred.efficiency_bwd);
+  else
+    std::snprintf(head, sizeof head, "%s per layer, efficiency %.2f", ms(b.pred.total_us()).c_str(), b.pred.efficiency_fwd);
+  std::string line = head;
+  const PlanOption* next = v.size() > 1 && v[1].valid ? &v[1] : nullptr;
+  if (b.ring_hops >= 0 && b.ring_hops < b.ring_size - 1) {  // the window or chunk let its ring stop
+    const index_t n = p.seq / (b.cp.mode == Mode::a2a_p2p ? b.cp.ocp : b.cp.cp);
+    line += "; its ring stops after " + std::to_string(b.ring_hops) + " of " + std::to_string(b.ring_size - 1) + " hops (" +
+            rule_words(p) + ", " + std::to_string(n) + " tokens per ring rank: no farther tile has a visible pair)";
+  } else {
+    line += "; " + ms(b.pred.exposed_comm_us) + " of communication exposed";
+    if (next) line += " (next best " + ms(next->pred.exposed_comm_us) + ")";
+  }
+  if (next) {
+    char more[32];
+    std::snprintf(more, sizeof more, "%.1f%%", 100.0 * (next->pred.total_us() / b.pred.total_us() - 1.0));
+    line += "; next best " + next->label + " takes " + more + " longer";
+    if (next->ring_hops >= 0 && (p.window || p.chunk))
+      line += " (" + std::to_string(next->ring_hops) + " of " + std::to_string(next->ring_size - 1) + " ring hops)";
+  }
+  return line;
 }
 
 }  // namespace cplab
