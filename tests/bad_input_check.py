@@ -371,6 +371,35 @@ case("calibration_causal_number", ["plan", "--calibration", c],
 case("calibration_directory", ["plan", "--calibration", path("a_directory")],
      needle=path("a_directory") + ": is a directory, not a file")
 
+# ---- issue 22: --window, --chunk, --sinks, --sink-logits (the rules named, exit 2) --------------------
+w2 = ["run", "--cp", "2", "--seq", "16", "--heads", "2", "--kv-heads", "1", "--head-dim", "4"]
+case("window_zero", [*w2, "--causal", "--window", "0"],
+     needle="--window 0 must be in [1, 2147483647] (with --causal query i sees key j iff i - W < j <= i")
+case("window_negative", [*w2, "--window", "-5"], needle="--window -5 must be in [1, 2147483647]")
+case("window_above_int", [*w2, "--causal", "--window", "2147483648"], needle="--window 2147483648 must be in [1, 2147483647]")
+case("window_not_a_number", [*w2, "--window", "4k"], needle="--window")
+case("chunk_zero", [*w2, "--causal", "--chunk", "0"], needle="--chunk 0 must be in [1, 2147483647]")
+case("chunk_without_causal", [*w2, "--chunk", "4"], needle="--chunk needs --causal")
+case("window_and_chunk", [*w2, "--causal", "--window", "4", "--chunk", "4"],
+     needle="--window and --chunk cannot both be given: a run has one mask rule")
+case("plan_window_zero", ["plan", "--window", "0"], needle="--window 0 must be in [1, 2147483647]")
+case("plan_chunk_no_causal", ["plan", "--chunk", "512", "--no-causal"], needle="--chunk needs --causal")
+np.save(path("sinks_2d.npy"), np.zeros((2, 1)))
+np.save(path("sinks_3.npy"), np.zeros(3))
+np.save(path("sinks_nan.npy"), np.array([0.5, np.nan]))
+np.save(path("sinks_int.npy"), np.array([1, 2], dtype=np.int64))
+np.save(path("sinks_ok.npy"), np.array([0.5, -1.0]))
+case("sink_logits_2d", [*w2, "--sink-logits", path("sinks_2d.npy")],
+     needle=path("sinks_2d.npy") + ": sink logits must be 1-d, shape (heads,), got shape (2, 1)")
+case("sink_logits_wrong_count", [*w2, "--sink-logits", path("sinks_3.npy")],
+     needle="--sink-logits holds 3 values but heads is 2 (one learnable logit per query head: shape (heads,))")
+case("sink_logits_nan", [*w2, "--sink-logits", path("sinks_nan.npy")],
+     needle="--sink-logits value 1 is NaN (every sink logit must be a finite number)")
+case("sink_logits_int_dtype", [*w2, "--sink-logits", path("sinks_int.npy")], needle=path("sinks_int.npy"))
+case("sink_logits_missing", [*w2, "--sink-logits", path("no_such_sinks.npy")], needle=path("no_such_sinks.npy"))
+case("sink_logits_directory", [*w2, "--sink-logits", path("a_directory")], needle="directory")
+case("sink_logits_ok", [*w2, "--causal", "--window", "3", "--backward", "--sink-logits", path("sinks_ok.npy")], rc=0)
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -27,6 +28,8 @@ struct Case {
   index_t icp = 0, ocp = 0;
   bool replicate_kv = false;
   std::vector<index_t> cu = {};  // packed sequences (padded when not divisible)
+  std::optional<index_t> window = {}, chunk = {};  // the mask rule (mask_rule.h)
+  bool sinks = false;
 };
 
 RunSpec spec_of(const Case& c) {
@@ -42,6 +45,9 @@ RunSpec spec_of(const Case& c) {
   f.icp = c.icp;
   f.ocp = c.ocp;
   f.replicate_kv = c.replicate_kv;
+  f.window = c.window;
+  f.chunk = c.chunk;
+  f.sinks = c.sinks;
   f.seq = 2 * c.cp * 3;
   if (!c.cu.empty()) {
     f.seq = 0;  // the packed total
@@ -66,6 +72,7 @@ std::string describe(const RunSpec& run) {
   if (s.mode() == Mode::a2a_p2p) d += " hcp " + std::to_string(s.icp()) + "," + std::to_string(s.ocp());
   if (s.replicate_kv()) d += " replicate-kv";
   if (s.thd()) d += std::string(" packed") + (s.pad() ? " padded" : "");
+  if (!s.rule().plain() || s.sinks()) d += " " + s.mask_name() + ", ring hops " + std::to_string(s.ring_hops());
   return d;
 }
 
@@ -150,6 +157,38 @@ TEST_CASE("plan_trace equals the recorded trace: packed sequences (THD), padded 
           check_same(spec_of({mode, L, causal, true, 2, 4, 2, dt, 0, 0, false, {0, 8, 24, 28}}));      // unpadded
         }
   check_same(spec_of({Mode::p2p, Layout::zigzag, true, false, 4, 4, 2, "double", 0, 0, false, {0, 40}}));  // one sequence
+}
+
+TEST_CASE("plan_trace equals the recorded trace: windows and chunks (rings that stop early), sinks, packed or not") {
+  struct Rule {
+    bool causal;
+    std::optional<index_t> window, chunk;
+  };
+  // n = 6 tokens per rank: windows of 1 (no hop), 4 and 6 (one hop when contiguous), 9, 100; chunks
+  const Rule rules[] = {{true, 1, {}}, {true, 4, {}}, {true, 6, {}}, {true, 9, {}}, {true, 100, {}}, {false, 4, {}},
+                        {true, {}, 5}, {true, {}, 13}};
+  for (const Rule& m : rules)
+    for (Mode mode : {Mode::p2p, Mode::allgather, Mode::a2a})
+      for (Layout L : kLayouts)
+        for (bool packed : {false, true}) {
+          Case c{mode, L, m.causal, true, 4, 4, mode == Mode::a2a ? 4 : 2};
+          if (packed) c.cu = {0, 7, 20, 21, 40};
+          c.window = m.window, c.chunk = m.chunk;
+          c.sinks = L == Layout::zigzag;  // sinks change no event: checked on some
+          check_same(spec_of(c));
+          if (mode == Mode::p2p && !packed) {  // the backward alone, and float
+            c.backward = false;
+            check_same(spec_of(c));
+            c.backward = true, c.dtype = "float";
+            check_same(spec_of(c));
+          }
+        }
+  for (const Rule& m : rules)
+    for (auto [I, O] : {std::pair<index_t, index_t>{2, 2}, {1, 4}}) {
+      Case c{Mode::a2a_p2p, Layout::zigzag, m.causal, true, I * O, 2 * I, 2 * I, "double", I, O};
+      c.window = m.window, c.chunk = m.chunk, c.sinks = true;
+      check_same(spec_of(c));
+    }
 }
 
 // token_mask sweeps sorted queries (what makes planning packed tiles fast): it must give, query by
