@@ -151,15 +151,18 @@ std::string plan_choice(const PlanProblem& p, const std::vector<PlanOption>& v) 
     line += "; its ring stops after " + std::to_string(b.ring_hops) + " of " + std::to_string(b.ring_size - 1) + " hops (" +
             rule_words(p) + ", " + std::to_string(n) + " tokens per ring rank: no farther tile has a visible pair)";
   } else {
-    line += "; " + ms(b.pred.exposed_comm_us) + " of communication exposed";
-    if (next) line += " (next best " + ms(next->pred.exposed_comm_us) + ")";
+    line += b.pred.exposed_comm_us < 0.5 ? ", no communication exposed" : ", " + ms(b.pred.exposed_comm_us) + " of communication exposed";
   }
   if (next) {
-    char more[32];
-    std::snprintf(more, sizeof more, "%.1f%%", 100.0 * (next->pred.total_us() / b.pred.total_us() - 1.0));
-    line += "; next best " + next->label + " takes " + more + " longer";
+    const double more = 100.0 * (next->pred.total_us() / b.pred.total_us() - 1.0);
+    char pct[32];
+    std::snprintf(pct, sizeof pct, more >= 1 ? "+%.1f%%" : "+%.2f%%", more);
+    line += "; next best " + next->label + ": " + ms(next->pred.total_us()) + " (" + pct;
     if (next->ring_hops >= 0 && (p.window || p.chunk))
-      line += " (" + std::to_string(next->ring_hops) + " of " + std::to_string(next->ring_size - 1) + " ring hops)";
+      line += next->ring_hops < next->ring_size - 1 ? ", " + std::to_string(next->ring_hops) + " of " +
+                                                         std::to_string(next->ring_size - 1) + " ring hops"
+                                                   : ", all " + std::to_string(next->ring_size - 1) + " ring hops";
+    line += ")";
   }
   return line;
 }
