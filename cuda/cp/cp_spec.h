@@ -7,8 +7,9 @@
 // (s.cp.P(), s.cp.S(), s.cp.partition(), s.cp.packed() ...): nothing here copies or re-derives
 // one. What is added is the GPU's own: check() applies the GPU's rules only (the CpSpec's own are
 // enforced by its construction): the kernel must support the mode's tiles (check_supported), no
-// --replicate-kv, streaming merges, no --window / --chunk / --sinks yet (the CPU reference has them); tile_dims() is the attention each tile of the mode runs,
-// kernel_scale() the softmax scale as the kernels take it (fp32), and ring() the spec of the mode's
+// --replicate-kv, streaming merges, no --window / --chunk / --sinks yet (the CPU reference has
+// them); tile_dims() is the attention each tile of the mode runs, kernel_scale() the softmax scale
+// as the kernels take it (fp32), and ring() the spec of the mode's
 // rings (ring_gpu.h: a GPU ring is described by a p2p GpuCpSpec, as the reference's ring by a p2p
 // CpSpec). Tensors on every rank are in the data layout of cp.partition() (layout.h), as in the
 // reference: q (n, h, d), kv = K (n, hk, d) then V (n, hk, dv), dout and o (n, h, dv) of the
