@@ -34,6 +34,8 @@ run --view masks --cp 4 --seq 32 masks.png
 run --view masks --cp 4 --seq 32 --layout contiguous masks_contiguous.png
 run --view masks --mode a2a --cp 4 --seq 32 --kv-heads 4 masks_a2a.png
 run --view masks --cp 2 --cu-seqlens 0,12,36,42 --pad masks_packed.png
+run --view masks --cp 4 --seq 32 --window 4 masks_window.png
+run --view masks --cp 4 --seq 32 --chunk 8 masks_chunk.png
 run --view ring --cp 4 --seq 32 --layout striped --step 3 ring_striped_step3.png
 run --view ring --mode a2a --cp 4 --seq 32 --kv-heads 4 --step 2 ring_a2a_output.png
 run --view scheduler --ranks 8 scheduler.png

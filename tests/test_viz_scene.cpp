@@ -1,7 +1,8 @@
 // test_viz_scene.cpp: every cplab-viz view's scene JSON (viz/scene/scene_json.h) checked against the
 // reference, over every mode x layout x packing x causal at cp 1, 2, 3, 4 and 8 (issue 20, item 1).
 //
-// For each configuration the reference accepts: the ring view at every step of the forward and the
+// The masks: full, causal, a causal sliding window, a two-sided window and causal chunks. For each
+// configuration the reference accepts: the ring view at every step of the forward and the
 // backward, the masks view, the ownership view and the timeline view are built, written as scene
 // JSON, and checked: every tile drawn is a tile of the trace at that step (rank, KV block, query
 // and key positions, mask), the cells it colours are exactly as many as the pairs the reference
@@ -100,7 +101,9 @@ std::vector<VizParams> configurations(index_t P, std::vector<std::string>& refus
   for (Mode mode : {Mode::p2p, Mode::allgather, Mode::a2a, Mode::a2a_p2p})
     for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::striped})
       for (bool packed : {false, true})
-        for (bool causal : {false, true}) {
+        // the mask: full, causal, a causal window, a two-sided window, causal chunks (mask_rule.h)
+        for (const auto& [causal, window, chunk] : {std::tuple<bool, index_t, index_t>{false, 0, 0}, {true, 0, 0}, {true, 3, 0},
+                                                    {false, 5, 0}, {true, 0, 6}}) {
           std::vector<std::pair<index_t, index_t>> hcp = {{0, 0}};
           if (mode == Mode::a2a_p2p) {
             hcp.clear();
@@ -112,6 +115,8 @@ std::vector<VizParams> configurations(index_t P, std::vector<std::string>& refus
             p.cp.mode = mode, p.cp.layout = layout, p.cp.cp = P, p.cp.icp = icp, p.cp.ocp = ocp;
             p.cp.heads = 24, p.cp.kv_heads = 24, p.cp.head_dim = 8;  // heads divisible by every a2a size here
             p.cp.causal = causal;
+            if (window > 0) p.cp.window = window;
+            if (chunk > 0) p.cp.chunk = chunk;
             if (packed) p.cp.cu_seqlens = {0, 5, 18, 25}, p.cp.pad = true;  // three sequences, padded to the layout's factor
             else p.cp.seq = 2 * P * 4;
             try {
@@ -129,7 +134,7 @@ std::string describe(const CpSpec& c) {
   std::ostringstream o;
   o << to_string(c.mode()) << " " << to_string(c.layout()) << " cp " << c.P();
   if (c.mode() == Mode::a2a_p2p) o << " (" << c.icp() << "x" << c.ocp() << ")";
-  o << (c.thd() ? " packed" : "") << (c.causal() ? " causal" : " full");
+  o << (c.thd() ? " packed" : "") << " " << c.mask_name();
   return o.str();
 }
 
@@ -229,7 +234,7 @@ TEST_CASE("viz scene JSON: every view x mode x layout x packing x causal at cp 1
   // the reference accepts every mode somewhere in this grid (a refusal is a rule, a missing mode a bug)
   for (const char* mode : {"p2p", "allgather", "a2a", "a2a+p2p"}) {
     INFO(mode);
-    CHECK(checked[mode] >= 10);
+    CHECK(checked[mode] >= 25);
   }
   MESSAGE("configurations checked per mode: p2p " << checked["p2p"] << ", allgather " << checked["allgather"] << ", a2a "
                                                    << checked["a2a"] << ", a2a+p2p " << checked["a2a+p2p"]);

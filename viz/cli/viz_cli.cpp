@@ -8,6 +8,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "layout/thd.h"
+#include "mask_options.h"
 #include "lesson_mode.h"
 #include "views.h"
 
@@ -61,6 +62,8 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   // on by default: each has a flag to turn it off (two plain flags, so --help shows no "{false}")
   CLI::Option* causal = cli.add_flag_callback("--causal", [&s] { s.causal = true; }, "causal mask (the default)");
   cli.add_flag_callback("--no-causal", [&s] { s.causal = false; }, "no mask (bidirectional attention)")->excludes(causal);
+  app::MaskOptions mask;  // --window, --chunk: cplab run's options and rules (app/mask_options.h)
+  app::add_mask_options(&cli, mask, false);
   CLI::Option* bwd = cli.add_flag_callback("--backward", [&p] { p.backward = true; }, "trace the backward too (the default)");
   cli.add_flag_callback("--no-backward", [&p] { p.backward = false; }, "trace the forward only")->excludes(bwd);
   cli.add_option("--hcp", hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
@@ -125,6 +128,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
     require(!(cli.get_option(name)->count() > 0 && text->empty()), std::string(name) + " needs a value, got an empty string");
   p.seed = static_cast<std::uint64_t>(seed);
   s.layout = parse_layout(layout);
+  app::apply_mask_options(mask, s);  // after --causal / --no-causal: CpSpec checks the rules
   if (!cu.empty()) s.cu_seqlens = parse_cu_seqlens(cu);
   if (!hcp.empty()) parse_hcp(hcp, s);
   std::tie(L.W, L.H) = parse_size(size);

@@ -69,7 +69,7 @@ bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const A
   const std::vector<index_t> q = positions(e.rows);
   std::vector<index_t> k = positions(e.cols);
   std::sort(k.begin(), k.end());
-  const Mask m = token_mask(spec.packing(), q, k, spec.causal());
+  const Mask m = token_mask(spec.packing(), q, k, spec.rule());  // the run's rule: causal, window, chunk
   std::vector<index_t> qi(q.size()), ki(k.size());
   for (size_t a = 0; a < q.size(); ++a) qi[a] = ro.index(q[a]);
   for (size_t b = 0; b < k.size(); ++b) ki[b] = co.index(k[b]);
@@ -270,7 +270,9 @@ void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq
     return;
   if (mask == "skipped" || (mask == "ranges" && ranges != nullptr && nq <= kMaxRows)) {
     // a cross in an outline (the outline is the tile's primitive, drawn last); a packed tile that
-    // sees no pair is drawn like a skipped one
+    // sees no pair is drawn like a skipped one. Under 6 pixels a side: nothing (thousands of tiny
+    // outlines would only grey the panel and cost the frame its budget)
+    if (x1 - x0 < 6 || y1 - y0 < 6) return;
     s.line(x0, y0, x1, y1, with_alpha(fill, 90));
     s.rect(x0, y0, x1, y1, kNone, with_alpha(fill, 140), tag, rank);
     s.prims.back().info = info;
@@ -331,6 +333,62 @@ void draw_block(Scene& s, const MatrixFrame& f, const Span& rows, const Span& co
     if (qb <= qa || kb <= ka) continue;
     emit(s, f, ka, std::min(qa, real_end), kb, std::min(qb, real_end), causal, fill, tag, rank, info);
   }
+}
+
+bool draw_tile_rule(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co, const Event& e,
+                    const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info) {
+  if (e.rows.empty() || e.cols.empty() || e.mask == "skipped") return true;
+  const PositionRule rule = spec.rule();
+  const Packing& pk = spec.packing();
+  auto faint = [&](index_t stride) {
+    return with_alpha(fill, static_cast<std::uint8_t>(std::clamp(510.0 / std::sqrt(static_cast<double>(stride)), 40.0, 255.0)));
+  };
+  // one query row (position q) drawn over the pixel rows [ya, yb)
+  auto row = [&](index_t q, float ya, float yb, bool rows_faint, index_t row_stride) {
+    const index_t sq = pk.seq_of(q), start = pk.cu_seqlens_padded[static_cast<size_t>(sq)], len = pk.length(sq);
+    if (q - start >= len) return;  // a padding query sees nothing
+    const KeyRange kr = rule.keys(q - start, len);
+    const index_t lo = start + kr.lo, hi = start + kr.hi;  // visible key positions [lo, hi)
+    for (const Span& c : e.cols) {
+      // the span's keys in [lo, hi): indices a..b-1 of the span's lattice
+      const index_t a = lo <= c.begin ? 0 : (lo - c.begin + c.stride - 1) / c.stride;
+      const index_t b = std::min(c.count, hi <= c.begin ? 0 : (hi - c.begin + c.stride - 1) / c.stride);
+      if (b <= a) continue;
+      const index_t ca = co.index(c.begin + a * c.stride), cb = co.index(c.begin + (b - 1) * c.stride);
+      const bool side_by_side = std::max(ca, cb) - std::min(ca, cb) == b - 1 - a;  // keys adjacent in this order
+      const Rgba f = !side_by_side ? faint(c.stride) : rows_faint ? faint(row_stride) : fill;
+      const float xa = x0 + static_cast<float>(static_cast<double>(std::min(ca, cb)) * cw);
+      s.rect(xa, ya, std::max(xa + 1.0f, x0 + static_cast<float>(static_cast<double>(std::max(ca, cb) + 1) * cw)), yb, f, kNone, tag, e.rank);
+      s.prims.back().info = info;
+    }
+  };
+  for (const Span& r : e.rows) {
+    const index_t first = ro.index(r.begin), last = ro.index(r.begin + (r.count - 1) * r.stride);
+    if (last - first == r.count - 1) {  // the span's rows are side by side: one pixel row at a time
+      const int p0 = static_cast<int>(std::floor(static_cast<double>(first) * ch)), p1 = static_cast<int>(std::ceil(static_cast<double>(last + 1) * ch));
+      for (int py = p0; py < p1; ++py) {
+        const index_t i = std::max(first, static_cast<index_t>(std::ceil(py / ch)));
+        if (i > last) break;
+        const float ya = y0 + static_cast<float>(static_cast<double>(i) * ch);
+        row(r.begin + (i - first) * r.stride, ya, std::max(ya + 1.0f, y0 + static_cast<float>(py + 1)), false, 1);
+      }
+    } else {  // strided rows in an order that spreads them (striped in global order)
+      if (last < first) return false;
+      const int p0 = static_cast<int>(std::floor(static_cast<double>(first) * ch)), p1 = static_cast<int>(std::ceil(static_cast<double>(last + 1) * ch));
+      const bool dense = ch * static_cast<double>(r.stride) < 1;  // several of the span's rows share a pixel row
+      for (int py = p0; py < p1; ++py) {
+        const index_t t = std::max(first, static_cast<index_t>(std::ceil(py / ch)));  // first position of the pixel row
+        const index_t k = (t - r.begin + r.stride - 1) / r.stride;
+        if (k >= r.count) break;
+        // many spans share each pixel row: the span holding its first position draws it (one
+        // rectangle per pixel row in all, not one per span), at full strength
+        if (dense && r.begin + k * r.stride != t) continue;
+        const float ya = y0 + static_cast<float>(py);
+        row(r.begin + k * r.stride, ya, ya + 1.0f, !dense, r.stride);
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace cplab::viz

@@ -42,7 +42,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   const int P = static_cast<int>(spec.P());
   const index_t S = part.seq();
   const bool ring = spec.mode() == Mode::p2p || spec.mode() == Mode::a2a_p2p;
-  s.title = std::string(spec.causal() ? "causal" : "full") + " mask of " + std::to_string(S) + " tokens, " +
+  s.title = (spec.mask_name() == "none" ? std::string("full") : spec.mask_name()) + " mask of " + std::to_string(S) + " tokens, " +
             to_string(spec.mode()) + ", " + to_string(spec.layout()) + " over " + std::to_string(P) + " ranks";
   const float top = 36, legend_h = 22;
   const float side = std::max(40.0f, std::min((W - 90) / 3, H - top - legend_h - 8));
@@ -59,7 +59,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   for (int r = 0; spans != nullptr && r < P; ++r) {
     Event rows;  // rank r's query rows against every key
     rows.rank = r, rows.rows = (*spans)[static_cast<size_t>(r)], rows.cols = {Span{0, S, 1}}, rows.mask = "rows";
-    if (!draw_tile_cells(s, g.x, g.y, cell, cell, global, global, rows, spec, rank_color(r, P), "global_rows", "rows of rank " + std::to_string(r)))
+    if (!draw_tile_cells(s, g.x, g.y, cell, cell, global, global, rows, spec, rank_color(r, P), "global_rows", "rows of rank " + std::to_string(r)) &&
+        (spec.rule().plain() ||
+         !draw_tile_rule(s, g.x, g.y, cell, cell, global, global, rows, spec, rank_color(r, P), "global_rows", "rows of rank " + std::to_string(r))))
       for (const Span& sp : rows.rows)
         draw_block(s, g, sp, Span{0, S, 1}, spec.causal(), pk, rank_color(r, P), "global_rows", r, "rows of rank " + std::to_string(r));
   }
@@ -102,7 +104,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const double c2 = static_cast<double>(bs) / static_cast<double>(S);
       const std::string info = e->section + ", " + e->mask;
       const size_t first = s.prims.size();
-      if (!draw_tile_cells(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info) || e->mask == "skipped")
+      if ((!draw_tile_cells(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info) &&
+           (spec.rule().plain() || !draw_tile_rule(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info))) ||
+          e->mask == "skipped")
         draw_tile_box(s, bx, by, c2, c2, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
                       span_count(e->cols), *e, rank_color(r, P), "ordered_tile", info);
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
@@ -152,7 +156,9 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const float ox = x + pad - static_cast<float>(static_cast<double>(cu * ncol) * cw);
       const float oy = y + pad - static_cast<float>(static_cast<double>(ru * nrow) * ch);
       const size_t first = s.prims.size();
-      if (!draw_tile_cells(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section) || e->mask == "skipped")
+      if ((!draw_tile_cells(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section) &&
+           (spec.rule().plain() || !draw_tile_rule(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section))) ||
+          e->mask == "skipped")
         draw_tile_box(s, ox, oy, cw, ch, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
                       span_count(e->cols), *e, rank_color(r, P), "kind_tile", e->section);
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;

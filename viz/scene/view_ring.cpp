@@ -140,15 +140,22 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
         return;
       }
       if (draw_tile_cells(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
+      if (!spec.rule().plain() && draw_tile_rule(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
       const MatrixFrame fb{bx, by, bs, S};
       for (const Span& r : e.rows)
         for (const Span& k : e.cols) draw_block(s, fb, r, k, spec.causal(), pk, c, tag, e.rank, info);
     };
-    // the phase's earlier steps, faint: what each rank has already computed
+    // the phase's earlier steps, faint: what each rank has already computed (up to a budget of
+    // primitives, which only a large run under a window or striped rows reaches: the frame stays fast)
+    constexpr size_t kEarlierBudget = 20000;
     for (size_t i = 0; i < m.trace.events().size(); ++i) {
       const Event& e = m.trace.events()[i];
-      if (e.kind == EventKind::tile && e.phase == phase && static_cast<size_t>(m.step_of[i]) < si)
-        draw_tile(e, with_alpha(rank_color(e.rank, P), 45), "earlier_tile");
+      if (e.kind != EventKind::tile || e.phase != phase || static_cast<size_t>(m.step_of[i]) >= si) continue;
+      if (s.prims.size() > kEarlierBudget) {
+        s.notes.push_back("earlier steps: only the first ones are drawn faintly at this size");
+        break;
+      }
+      draw_tile(e, with_alpha(rank_color(e.rank, P), 45), "earlier_tile");
     }
     for (const Event* e : tiles) {
       const size_t first = s.prims.size();

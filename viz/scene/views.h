@@ -75,6 +75,14 @@ std::vector<std::array<float, 3>> grid_boxes(int n, float x, float y, float w, f
 inline constexpr index_t kExactCells = 1 << 16;
 bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co,
                      const Event& e, const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info);
+// A tile too large for draw_tile_cells under a position rule that is not plain causal or full
+// (window, chunk: mask_rule.h PositionRule), one pixel row at a time: the row's first query, its
+// visible key positions from the rule, cut to each of the tile's key spans and placed by the
+// panel's orders (a span whose keys are not side by side in that order, striped keys in global
+// order: their bounding run, fainter by the density). Exact to the pixel row, not to the cell.
+// False (nothing drawn) when the tile's rows are not one run of the row order.
+bool draw_tile_rule(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co, const Event& e,
+                    const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info);
 // the record of tile e drawn in `panel` with cells of cw x ch pixels (its primitives from first_prim on)
 void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim);
 
