@@ -5,12 +5,13 @@
 // over 4 ranks, contiguous against zigzag: which tiles of the ring keep a visible pair
 // (ring_schedule.h ring_plan_tile), how far the ring goes (CpSpec::ring_hops), and real runs
 // (run_experiment: FLOPs, work ratio, bytes and messages per rank, the closed form of one hop
-// checked against CpSpec::comm_per_rank), then the trade-off over W; chunks the same way; two
-// mistakes built from the library's own pieces next to the right result: a window one key too wide
-// or taken in the held block's local coordinates (the tiles of ring_rule_tile with the wrong rule or
-// positions, each computed with attention_forward and merged with merge_streaming), and a sink
-// applied to every partial before the merge instead of once after (sinks.h apply_sinks); last, what
-// `cplab plan` recommends for a window of 4096 (planner.h plan_options, plan_choice).
+// checked against CpSpec::comm_per_rank), then the trade-off over W (planned traces, trace_plan.h:
+// the same events without the arithmetic); chunks the same way; two mistakes built from the
+// library's own pieces next to the right result: a window one key too wide or taken in the held
+// block's local coordinates (the tiles of ring_rule_tile with the wrong rule or positions, each
+// computed with attention_forward and merged with merge_streaming), and a sink applied to every
+// partial before the merge instead of once after (sinks.h apply_sinks); last, what `cplab plan`
+// recommends for a window of 4096 (planner.h plan_options, plan_choice).
 // What it is not: a mask, a schedule or a model of its own: the rules, tiles, hops, runs, sinks and
 // predictions are the reference's; the lesson's own ring loop (steps 5 and 6) only strings the
 // library's tile, kernel and merge together, to show what changes when one piece is wrong.
@@ -29,6 +30,7 @@
 #include "modes/ring_schedule.h"
 #include "plan/perf_options.h"
 #include "plan/planner.h"
+#include "plan/trace_plan.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
@@ -56,6 +58,16 @@ CpFields small_ring(Layout layout, index_t window, index_t chunk) {
 RunReport run_forward(const CpFields& f) {
   const RunSpec s{.cp = CpSpec(f)};
   return run_experiment(s, make_inputs(s));
+}
+
+// the same run's report without its arithmetic: the events run_experiment records (trace_plan.h
+// plan_trace, proven equal event by event in tests/test_trace_plan.cpp), summed per rank
+RunReport plan_forward(const CpFields& f) {
+  RunReport r;
+  r.spec = RunSpec{.cp = CpSpec(f)};
+  r.trace = plan_trace(r.spec);
+  summarize_trace(r);
+  return r;
 }
 
 std::int64_t max_of(const std::vector<std::int64_t>& v) { return *std::max_element(v.begin(), v.end()); }
@@ -228,12 +240,13 @@ int main(int argc, char** argv) {
   std::printf("contiguous %s\nzigzag %s\n", tiles_note(rc).c_str(), tiles_note(rz).c_str());
   std::printf("The same FLOPs on both layouts: only rank 0's first 3 queries have fewer than 4 keys. Zigzag's balance\n"
               "buys nothing here and costs 3 hops. As W grows, contiguous needs more hops and piles work on the late\n"
-              "ranks again, while zigzag makes every hop at any W and is never the worse balanced:\n");
+              "ranks again, while zigzag makes every hop at any W and is never the worse balanced\n"
+              "(each run's planned trace, plan_trace: the events run_experiment records, without the arithmetic):\n");
   rows.clear();
   for (index_t w : {4, 8, 16, 24, 32, 0}) {
     std::vector<std::string> row = {w > 0 ? std::to_string(w) : "none (causal)"};
     for (Layout l : {Layout::contiguous, Layout::zigzag}) {
-      const RunReport rep = run_forward(small_ring(l, w, 0));
+      const RunReport rep = plan_forward(small_ring(l, w, 0));
       const CpSpec& cp = rep.spec.cp;
       if (l == Layout::contiguous && w > 0) agrees("contiguous, window " + std::to_string(w) + ": H by hand", contiguous_hops(cp), cp.ring_hops());
       agrees("window " + std::to_string(w) + ": H hops of one KV block", cp.ring_hops() * b_kv, max_of(rep.bytes_sent));
