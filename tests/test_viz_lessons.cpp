@@ -83,7 +83,7 @@ TEST_CASE("viz lessons: the number rule of the pages' checks") {
 
 TEST_CASE("viz lessons: every page opens with cplab-viz's own parser and its view shows the numbers its text quotes") {
   const auto& lessons = lesson::viz_lessons();
-  CHECK(lessons.size() == 13);
+  CHECK(lessons.size() == 14);
   for (const lesson::VizLesson& l : lessons) {
     CHECK(l.pages.size() >= 1);
     CHECK(l.pages.size() <= 3);
@@ -136,13 +136,13 @@ TEST_CASE("viz lessons: Next and Previous walk every page of every lesson in ord
   CHECK(prev_page({4, 1}) == PageRef{3, n3});
   CHECK(page_heading({3, 1}) == lessons[2].title + " - page 1 of " + std::to_string(n3));
   CHECK(page_command({3, 1}) == "cplab-viz " + lessons[2].pages[0].args);
-  CHECK_THROWS_AS(next_page({14, 1}), Error);
+  CHECK_THROWS_AS(next_page({static_cast<int>(lessons.size()) + 1, 1}), Error);  // past the last lesson
 }
 
 TEST_CASE("viz lessons: --lesson and --page obey their rules, exit-2 errors naming them") {
-  const std::string n = std::to_string(lesson::viz_lessons().size());
+  const std::string n = std::to_string(lesson::viz_lessons().size()), past = std::to_string(lesson::viz_lessons().size() + 1);
   const int pages3 = static_cast<int>(lesson::viz_lessons()[2].pages.size());
-  CHECK(error_of({"--lesson", "14"}) == "--lesson 14: there are " + n + " lessons (1.." + n + ")");
+  CHECK(error_of({"--lesson", past}) == "--lesson " + past + ": there are " + n + " lessons (1.." + n + ")");
   CHECK(error_of({"--lesson", "0"}) == "--lesson 0: there are " + n + " lessons (1.." + n + ")");
   CHECK(error_of({"--lesson", "3", "--page", "9"}) ==
         "--page 9: lesson 3 has " + std::to_string(pages3) + " pages (1.." + std::to_string(pages3) + ")");
