@@ -254,7 +254,7 @@ void setup_run(CLI::App& app, int& status) {
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
   sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
   sub->add_option("--scale", f.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
-  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
+  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float16/bfloat16/float32/float64 file");
   sub->add_option("--k", o->files.k, "read K from a .npy (seq, kv_heads, head_dim)");
   sub->add_option("--v", o->files.v, "read V from a .npy (seq, kv_heads, v_head_dim)");
   sub->add_option("--do", o->files.dout, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
