@@ -61,16 +61,15 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
   }
 }
 
+}  // namespace
+
 // The oracle: dense attention in double, one sequence at a time over its real tokens only (an
 // independent route from the packed token masks the modes use); padding rows get O = 0,
 // LSE = -inf and zero gradients.
-struct Oracle {
-  Tensor3<double> o, dq, dk, dv;
-  Rows<double> lse;
-};
-Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
-                    const Tensor3<double>& v, const Tensor3<double>& dout) {
-  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity())};
+DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const Tensor3<double>& k,
+                               const Tensor3<double>& v, const Tensor3<double>& dout) {
+  const Packing& pk = s.cp.packing();
+  DenseReference r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity())};
   if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
   const Mask mask = s.cp.causal() ? Mask::causal() : Mask::none();
   auto rows = [](const Tensor3<double>& x, index_t b, index_t n) {
@@ -94,8 +93,6 @@ Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& 
   }
   return r;
 }
-
-}  // namespace
 
 void validate_rules(const RunSpec& s) {
   require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
@@ -198,8 +195,8 @@ RunReport run_checked(const RunSpec& s, const Inputs& in) {
   const bool f32 = s.dtype == "float";
   auto as_run = [&](const Tensor3<double>& x) { return f32 ? cast<double>(cast<float>(x)) : x; };
   const Packing& pk = s.cp.packing();
-  const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
-                                  s.backward ? as_run(in.dout) : Tensor3<double>());
+  const DenseReference ref = dense_reference(s, as_run(in.q), as_run(in.k), as_run(in.v),
+                                             s.backward ? as_run(in.dout) : Tensor3<double>());
   // an overflow of the reference is not a result to compare (matching infinities would read as error 0)
   check_reference_finite(s, in, {&ref.o, &ref.lse, s.backward ? &ref.dq : nullptr, s.backward ? &ref.dk : nullptr,
                                  s.backward ? &ref.dv : nullptr});

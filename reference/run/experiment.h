@@ -79,6 +79,17 @@ struct RunReport {
 };
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
+
+// The oracle: dense attention in double, one packed sequence at a time over its real tokens only (an
+// independent route from the packed token masks the modes use), on whole global tensors; padding
+// rows get O = 0, LSE = -inf and zero gradients. dq, dk, dv are computed when s.backward (dout
+// then (S, h, dv)). run_experiment compares every mode with it; cplab check (check/) too.
+struct DenseReference {
+  Tensor3<double> o, dq, dk, dv;  // global order
+  Rows<double> lse;               // (h, S)
+};
+DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const Tensor3<double>& k,
+                               const Tensor3<double>& v, const Tensor3<double>& dout);
 // FLOPs of the same attention on one device (dense oracle): every packed sequence's real tokens
 // against themselves, forward (+ backward); what the ranks' FLOPs must sum to
 std::int64_t dense_flops(const RunSpec& s);
