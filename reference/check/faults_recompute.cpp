@@ -1,0 +1,213 @@
+// faults_recompute.cpp: the hypotheses whose prediction needs attention recomputed under a faulted
+// rule (hypotheses.h), at the sampled rows and keys (sampled_attention.h):
+//   KV head i % kv_heads, the causal mask off by one, a wrong softmax scale: O, LSE, dQ at the sampled
+//     rows; when those fit, a full forward under the rule gives every O and LSE and dK, dV at the
+//     sampled keys (every query's contribution)
+//   LSE without the max: log sum exp(s - max) at the sampled rows
+//   a ring step's partial result missing or counted twice in O and LSE (p2p), at the sampled rows; the
+//     gradients are not checked (the backward reads the faulted O and LSE)
+//   dK, dV without the cross-rank reduction: each rank's own queries' contribution, at the sampled keys
+// What it is not: the transforms of the reference (faults_transform.cpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+
+#include "check/hypotheses.h"
+#include "check/sampled_attention.h"
+#include "core/util.h"
+
+namespace cplab {
+
+namespace {
+
+Prediction at(const std::vector<index_t>& tokens, Tensor3<double> x) {
+  Prediction p;
+  p.kind = PredKind::faulted;
+  p.tokens = tokens;
+  p.x = std::move(x);
+  return p;
+}
+
+Prediction unchecked() {
+  Prediction p;
+  p.kind = PredKind::unchecked;
+  return p;
+}
+
+std::string count(const std::vector<index_t>& v, const char* what) { return num(static_cast<index_t>(v.size())) + " sampled " + what; }
+
+// ---- a faulted attention rule ---------------------------------------------------------------------
+
+void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority) {
+  const bool bwd = c.present(CheckTensor::dq);
+  const RowsOut f = forward_at(c.spec, c.data.in, rule, c.rows);
+  Hypothesis h;
+  h.id = id, h.name = name, h.priority = priority;
+  h.method = "recomputed under the faulted rule at " + count(c.rows, "rows");
+  h.pred[idx(CheckTensor::o)] = at(c.rows, f.o);
+  h.pred[idx(CheckTensor::lse)] = at(c.rows, f.lse);
+  if (bwd) {
+    h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));
+    h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
+  }
+  HypothesisResult r = c.evaluate(h);
+  if (r.level >= 0 && bwd) {  // it fits so far: every row's O and LSE, then dK and dV at the sampled keys
+    std::vector<index_t> all(sz(c.spec.S()));
+    std::iota(all.begin(), all.end(), index_t{0});
+    const RowsOut full = forward_at(c.spec, c.data.in, rule, all);
+    const KeyGrads g = dkv_at(c.spec, c.data.in, rule, all, full, c.keys);
+    h.method = "recomputed under the faulted rule: O, LSE at every token, dQ at " + count(c.rows, "rows") + ", dK, dV at " +
+               count(c.keys, "keys");
+    h.pred[idx(CheckTensor::o)] = at({}, full.o);
+    h.pred[idx(CheckTensor::lse)] = at({}, full.lse);
+    h.pred[idx(CheckTensor::dk)] = at(c.keys, g.dk);
+    h.pred[idx(CheckTensor::dv)] = at(c.keys, g.dv);
+    r = c.evaluate(h);
+  }
+  c.results.push_back(r);
+}
+
+std::string fmt(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", x);
+  return b;
+}
+
+void rule_faults(CheckContext& c) {
+  const CpSpec& s = c.spec;
+  const AttnRule truth = true_rule(s);
+  if (s.hk() > 1 && s.hk() < s.h()) {
+    AttnRule r = truth;
+    r.head_mod = true;
+    rule_fault(c, r, "kv_head_mod", "KV heads mapped i % kv_heads instead of i / (heads / kv_heads) (query head 1 reads KV head " +
+                                        num(1 % s.hk()) + ", not " + num(1 / (s.h() / s.hk())) + ")", 40);
+  }
+  if (s.causal()) {
+    AttnRule r = truth;
+    r.causal_shift = 1;
+    rule_fault(c, r, "causal_plus_one", "causal mask off by one: query q sees keys k <= q + 1 (one future token)", 50);
+    r.causal_shift = -1;
+    rule_fault(c, r, "causal_minus_one", "causal mask off by one: query q sees keys k < q (not itself; a sequence's first token sees nothing)", 51);
+  }
+  const double d = static_cast<double>(s.d());
+  const std::pair<double, std::string> scales[] = {
+      {1.0 / d, "1/d = " + fmt(1.0 / d)}, {1.0 / std::sqrt(d), "1/sqrt(d) = " + fmt(1.0 / std::sqrt(d))}, {1.0, "1 (no scale)"}};
+  for (const auto& [x, text] : scales) {
+    if (std::abs(x - truth.scale) <= 1e-12 * truth.scale) continue;
+    AttnRule r = truth;
+    r.scale = x;
+    rule_fault(c, r, "scale:" + fmt(x), "softmax scale " + text + " instead of " + fmt(truth.scale), 60);
+  }
+}
+
+// ---- LSE without the max --------------------------------------------------------------------------
+
+void lse_without_max(CheckContext& c) {
+  if (!c.present(CheckTensor::lse)) return;
+  Prediction p = reference_at(c, CheckTensor::lse, c.rows);
+  const Tensor3<double> m = score_max_at(c.spec, c.data.in, true_rule(c.spec), c.rows);
+  for (size_t i = 0; i < p.x.data.size(); ++i)
+    if (std::isfinite(m.data[i])) p.x.data[i] -= m.data[i];
+  Hypothesis h;
+  h.id = "lse_without_max", h.priority = 71, h.method = "the reference's LSE minus the row's largest score at " + count(c.rows, "rows");
+  h.name = "LSE without the max: log sum exp(s - max s) (the running max never added back)";
+  h.pred[idx(CheckTensor::lse)] = std::move(p);
+  c.add(h);
+}
+
+// ---- a ring step missing or doubled ------------------------------------------------------------------
+
+void ring_steps(CheckContext& c) {
+  const CpSpec& s = c.spec;
+  const index_t P = s.P();
+  if (s.mode() != Mode::p2p || P < 2) return;
+  const Partition& part = s.partition();
+  std::vector<RowsOut> parts;  // KV block j's partial result at the sampled rows
+  for (index_t j = 0; j < P; ++j) {
+    std::vector<index_t> keys = part.indices(j);
+    std::sort(keys.begin(), keys.end());
+    parts.push_back(forward_at(s, c.data.in, true_rule(s), c.rows, &keys));
+  }
+  const index_t n = static_cast<index_t>(c.rows.size()), h = s.h(), dv = s.dv();
+  for (index_t step = 0; step < P; ++step)
+    for (int weight : {0, 2}) {  // step's partial missing (counted 0 times) or doubled (2 times)
+      Tensor3<double> o(n, h, dv), lse(n, h, 1);
+      for (index_t a = 0; a < n; ++a) {
+        const index_t r = c.chunks.rank_of[sz(c.rows[sz(a)])], js = ((r - step) % P + P) % P;  // ring_fwd_kv_block
+        for (index_t i = 0; i < h; ++i) {
+          double m = -std::numeric_limits<double>::infinity();
+          for (index_t j = 0; j < P; ++j)
+            if (j != js || weight > 0) m = std::max(m, parts[sz(j)].lse.at(a, i, 0));
+          double l = 0;
+          for (index_t j = 0; j < P; ++j) {
+            const double L = parts[sz(j)].lse.at(a, i, 0);
+            if (!std::isfinite(L) || (j == js && weight == 0)) continue;
+            const double w = (j == js ? weight : 1) * std::exp(L - m);
+            l += w;
+            for (index_t e = 0; e < dv; ++e) o.at(a, i, e) += w * parts[sz(j)].o.at(a, i, e);
+          }
+          if (l > 0) {
+            for (index_t e = 0; e < dv; ++e) o.at(a, i, e) /= l;
+            lse.at(a, i, 0) = m + std::log(l);
+          } else {
+            lse.at(a, i, 0) = -std::numeric_limits<double>::infinity();  // O stays 0
+          }
+        }
+      }
+      Hypothesis hy;
+      hy.id = std::string(weight == 0 ? "ring_step_missing:" : "ring_step_doubled:") + num(step);
+      hy.priority = weight == 0 ? 80 : 81;
+      hy.name = "ring step " + num(step) + "'s partial result " + (weight == 0 ? "missing from" : "counted twice in") +
+                " O and LSE (at step " + num(step) + " rank r holds the KV of rank r-" + num(step) + ")";
+      hy.method = "per-step partial results recomputed at " + count(c.rows, "rows") + "; gradients not checked";
+      hy.pred[idx(CheckTensor::o)] = at(c.rows, std::move(o));
+      hy.pred[idx(CheckTensor::lse)] = at(c.rows, std::move(lse));
+      if (c.present(CheckTensor::dq))
+        hy.pred[idx(CheckTensor::dq)] = hy.pred[idx(CheckTensor::dk)] = hy.pred[idx(CheckTensor::dv)] = unchecked();
+      c.add(hy);
+    }
+}
+
+// ---- dK, dV without the cross-rank reduction ---------------------------------------------------------
+
+void own_queries_only(CheckContext& c) {
+  const CpSpec& s = c.spec;
+  if (!c.present(CheckTensor::dk) || s.P() < 2) return;
+  const Partition& part = s.partition();
+  const index_t nk = static_cast<index_t>(c.keys.size());
+  Tensor3<double> dk(nk, s.hk(), s.d()), dv(nk, s.hk(), s.dv());
+  for (index_t r = 0; r < s.P(); ++r) {
+    std::vector<index_t> queries = part.indices(r), keys, where;
+    std::sort(queries.begin(), queries.end());
+    for (index_t a = 0; a < nk; ++a)
+      if (c.chunks.rank_of[sz(c.keys[sz(a)])] == r) keys.push_back(c.keys[sz(a)]), where.push_back(a);
+    if (keys.empty()) continue;
+    const RowsOut fwd{gather(c.ref[idx(CheckTensor::o)], queries), gather(c.ref[idx(CheckTensor::lse)], queries)};
+    const KeyGrads g = dkv_at(s, c.data.in, true_rule(s), queries, fwd, keys);
+    for (size_t b = 0; b < keys.size(); ++b) {
+      std::copy(g.dk.token(static_cast<index_t>(b)), g.dk.token(static_cast<index_t>(b)) + s.hk() * s.d(), dk.token(where[b]));
+      std::copy(g.dv.token(static_cast<index_t>(b)), g.dv.token(static_cast<index_t>(b)) + s.hk() * s.dv(), dv.token(where[b]));
+    }
+  }
+  Hypothesis h;
+  h.id = "dkv_no_reduction", h.priority = 30;
+  h.name = "dK and dV miss the cross-rank reduction: each rank holds only its own queries' contribution "
+           "(an all-gather backward without its reduce-scatter)";
+  h.method = "each rank's own queries' contribution recomputed at " + count(c.keys, "keys");
+  h.pred[idx(CheckTensor::dk)] = at(c.keys, std::move(dk));
+  h.pred[idx(CheckTensor::dv)] = at(c.keys, std::move(dv));
+  c.add(h);
+}
+
+}  // namespace
+
+void recompute_hypotheses(CheckContext& c) {
+  own_queries_only(c);
+  rule_faults(c);
+  lse_without_max(c);
+  ring_steps(c);
+}
+
+}  // namespace cplab
