@@ -18,6 +18,7 @@ void setup_demo(CLI::App& app, int& status);  // cmd_demo.cpp
 void setup_layout(CLI::App& app, int& status);  // cmd_layout.cpp
 void setup_schedule(CLI::App& app, int& status);  // cmd_schedule.cpp
 void setup_plan(CLI::App& app, int& status);      // cmd_plan.cpp
+void setup_check(CLI::App& app, int& status);     // cmd_check.cpp
 void setup_cplab(CLI::App& app, int& status);     // all of the above (commands.cpp)
 
 // tests/fuzz only: when true, each action returns 0 as soon as its inputs are read and checked,
