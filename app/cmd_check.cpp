@@ -93,7 +93,9 @@ void setup_check(CLI::App& app, int& status) {
       "1e-4; float16 O 4e-3, LSE 1e-4, grads 1e-2; bfloat16 O 2e-2, LSE 1e-4, grads 5e-2 (an LSE saved in\n"
       "a half type: its O tolerance). When they differ, named faults are tested against the numbers\n"
       "(layout order, dK/dV mix-ups, missing dK/dV reduction, KV head map, causal off by one, scale, LSE\n"
-      "base 2 or without max, a ring step missing or doubled, padding, float32/bf16 precision).\n"
+      "base 2 or without max, a ring step missing or doubled, padding); recomputed ones at 16 sampled\n"
+      "rows / keys per rank chunk. Errors that fit only float32's or bfloat16's tolerance read\n"
+      "'equivalent within float32's tolerance only' (a float32 or bf16 computation or merge).\n"
       "First line: equivalent | NOT equivalent: <fault> | NOT equivalent: no known fault explains it.\n"
       "Exit status: 0 equivalent, 1 not equivalent, 2 bad input.");
   add_cp_options(sub, o->cp);  // --mode ... --scale, exactly as cplab run (cp_options.h)

@@ -76,7 +76,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   rs.cp = spec;
   rs.backward = bwd;
   DenseReference dr = dense_reference(rs, data.in.q, data.in.k, data.in.v, bwd ? data.in.dout : Tensor3<double>());
-  CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}};
+  CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}, {}};
   c.ref[idx(CheckTensor::o)] = std::move(dr.o);
   c.ref[idx(CheckTensor::lse)] = lse_tensor(dr.lse);
   if (bwd) {
@@ -117,6 +117,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     return worst_ratio(a, c.levels[sz(a.level)]) < worst_ratio(b, c.levels[sz(b.level)]);
   });
   rep.hypotheses = std::move(c.results);
+  rep.skipped = c.skipped;
   rep.hypotheses_seconds = secs(t0);
   rep.where = where_lines(rep.map, rep.chunks, rep.levels[0].tol);
 

@@ -42,6 +42,7 @@ struct CheckReport {
   ErrorMap map;
   Chunks chunks;
   std::vector<HypothesisResult> hypotheses;  // every one tested, those that explain first (best first)
+  std::vector<std::string> skipped;          // families not tested: every output they change matches the reference
   std::vector<std::string> where;           // where the error lives (outputs above tolerance)
   bool equivalent = false;
   std::string verdict;  // the report's first line

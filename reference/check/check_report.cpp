@@ -85,7 +85,11 @@ std::string check_text(const CheckReport& r) {
   if (!r.equivalent) {
     const std::vector<const HypothesisResult*> ex = r.explaining();
     o << "\ndiagnosis: " << r.hypotheses.size() << " hypotheses tested";
-    if (r.sampled_rows > 0) o << " (recomputed ones at " << r.sampled_rows << " sampled rows / keys)";
+    if (!r.skipped.empty()) {
+      o << " (skipped, as every output they change is right:";
+      for (size_t k = 0; k < r.skipped.size(); ++k) o << (k ? ", " : " ") << r.skipped[k];
+      o << ")";
+    }
     o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + " them:\n");
     int n = 0;
     for (const HypothesisResult* h : ex) {
@@ -216,6 +220,7 @@ nlohmann::json check_json(const CheckReport& r) {
                     {"index", "values[rank][chunk][head]"}, {"ranks", r.map.ranks}, {"chunks_per_rank", r.map.chunks},
                     {"chunk_labels", labels}, {"outputs", maps}};
   j["where"] = r.where;
+  j["skipped_families"] = r.skipped;
   j["sampled_rows"] = r.sampled_rows;
   j["sampled_keys"] = r.sampled_keys;
   j["reference_seconds"] = r.reference_seconds;

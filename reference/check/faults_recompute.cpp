@@ -1,8 +1,8 @@
 // faults_recompute.cpp: the hypotheses whose prediction needs attention recomputed under a faulted
 // rule (hypotheses.h), at the sampled rows and keys (sampled_attention.h):
-//   KV head i % kv_heads, the causal mask off by one, a wrong softmax scale: O, LSE, dQ at the sampled
-//     rows; when those fit, a full forward under the rule gives every O and LSE and dK, dV at the
-//     sampled keys (every query's contribution)
+//   KV head i % kv_heads, the causal mask off by one, a wrong softmax scale: O, LSE, then dQ at the
+//     sampled rows; when those fit, dK and dV at the 16 sampled keys nearest their sequence's end
+//     (every query's contribution, from the O and LSE of the queries that see them)
 //   LSE without the max: log sum exp(s - max) at the sampled rows
 //   a ring step's partial result missing or counted twice in O and LSE (p2p), at the sampled rows; the
 //     gradients are not checked (the backward reads the faulted O and LSE)
@@ -40,6 +40,31 @@ std::string count(const std::vector<index_t>& v, const char* what) { return num(
 
 // ---- a faulted attention rule ---------------------------------------------------------------------
 
+// the sampled keys to check dK, dV with under rule, and the queries that see them: the 16 sampled
+// keys nearest the end of their sequence (under a causal mask only the queries after a key see it,
+// so the O and LSE of a tail of the queries suffice; without a mask every query sees every key)
+std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckContext& c, const AttnRule& rule) {
+  const Packing& pk = c.spec.packing();
+  std::vector<std::pair<index_t, index_t>> by_end;  // (tokens after it in its sequence, key)
+  for (index_t k : c.keys) {
+    const index_t s = pk.seq_of(k);
+    by_end.emplace_back(pk.cu_seqlens_padded[sz(s)] + pk.length(s) - k, k);
+  }
+  std::sort(by_end.begin(), by_end.end());
+  std::vector<index_t> keys, queries;
+  for (size_t a = 0; a < by_end.size() && a < 16; ++a) keys.push_back(by_end[a].second);
+  std::sort(keys.begin(), keys.end());
+  for (index_t g = 0; g < c.spec.S(); ++g) {
+    const KeyRange r = visible_keys(c.spec, rule, g);
+    const auto it = std::lower_bound(keys.begin(), keys.end(), r.lo);
+    if (it != keys.end() && *it < r.hi) queries.push_back(g);
+  }
+  return {keys, queries};
+}
+
+// a faulted rule, in stages that stop as soon as an output fits neither the fault nor the loosest
+// level: O and LSE at the sampled rows; then dQ there; then dK, dV at the sampled tail keys (from
+// the O and LSE of every query that sees them)
 void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority) {
   const bool bwd = c.present(CheckTensor::dq);
   const RowsOut f = forward_at(c.spec, c.data.in, rule, c.rows);
@@ -48,22 +73,22 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
   h.method = "recomputed under the faulted rule at " + count(c.rows, "rows");
   h.pred[idx(CheckTensor::o)] = at(c.rows, f.o);
   h.pred[idx(CheckTensor::lse)] = at(c.rows, f.lse);
-  if (bwd) {
-    h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));
-    h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
-  }
+  if (bwd) h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
   HypothesisResult r = c.evaluate(h);
-  if (r.level >= 0 && bwd) {  // it fits so far: every row's O and LSE, then dK and dV at the sampled keys
-    std::vector<index_t> all(sz(c.spec.S()));
-    std::iota(all.begin(), all.end(), index_t{0});
-    const RowsOut full = forward_at(c.spec, c.data.in, rule, all);
-    const KeyGrads g = dkv_at(c.spec, c.data.in, rule, all, full, c.keys);
-    h.method = "recomputed under the faulted rule: O, LSE at every token, dQ at " + count(c.rows, "rows") + ", dK, dV at " +
-               count(c.keys, "keys");
-    h.pred[idx(CheckTensor::o)] = at({}, full.o);
-    h.pred[idx(CheckTensor::lse)] = at({}, full.lse);
-    h.pred[idx(CheckTensor::dk)] = at(c.keys, g.dk);
-    h.pred[idx(CheckTensor::dv)] = at(c.keys, g.dv);
+  if (r.level >= 0 && bwd) {
+    h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));
+    r = c.evaluate(h);
+  } else if (bwd) {
+    h.method += " (dQ, dK, dV not recomputed: O and LSE already differ from the fault's)";
+  }
+  if (r.level >= 0 && bwd) {  // it fits so far: dK and dV at the sampled tail keys
+    const auto [keys, queries] = tail_keys(c, rule);
+    const RowsOut full = forward_at(c.spec, c.data.in, rule, queries);
+    const KeyGrads g = dkv_at(c.spec, c.data.in, rule, queries, full, keys);
+    h.method = "recomputed under the faulted rule: O, LSE, dQ at " + count(c.rows, "rows") + ", dK, dV at " + count(keys, "keys") +
+               " (from the " + num(static_cast<index_t>(queries.size())) + " queries that see them)";
+    h.pred[idx(CheckTensor::dk)] = at(keys, g.dk);
+    h.pred[idx(CheckTensor::dv)] = at(keys, g.dv);
     r = c.evaluate(h);
   }
   c.results.push_back(r);
@@ -77,6 +102,8 @@ std::string fmt(double x) {
 
 void rule_faults(CheckContext& c) {
   const CpSpec& s = c.spec;
+  // each of them moves O and LSE: with both right, none can explain
+  if (!c.worth({CheckTensor::o, CheckTensor::lse}, "KV head map, causal offset, scale")) return;
   const AttnRule truth = true_rule(s);
   if (s.hk() > 1 && s.hk() < s.h()) {
     AttnRule r = truth;
@@ -105,7 +132,7 @@ void rule_faults(CheckContext& c) {
 // ---- LSE without the max --------------------------------------------------------------------------
 
 void lse_without_max(CheckContext& c) {
-  if (!c.present(CheckTensor::lse)) return;
+  if (!c.present(CheckTensor::lse) || !c.worth({CheckTensor::lse}, "LSE without the max")) return;
   Prediction p = reference_at(c, CheckTensor::lse, c.rows);
   const Tensor3<double> m = score_max_at(c.spec, c.data.in, true_rule(c.spec), c.rows);
   for (size_t i = 0; i < p.x.data.size(); ++i)
@@ -122,7 +149,7 @@ void lse_without_max(CheckContext& c) {
 void ring_steps(CheckContext& c) {
   const CpSpec& s = c.spec;
   const index_t P = s.P();
-  if (s.mode() != Mode::p2p || P < 2) return;
+  if (s.mode() != Mode::p2p || P < 2 || !c.worth({CheckTensor::o, CheckTensor::lse}, "ring steps")) return;
   const Partition& part = s.partition();
   std::vector<RowsOut> parts;  // KV block j's partial result at the sampled rows
   for (index_t j = 0; j < P; ++j) {
@@ -174,7 +201,7 @@ void ring_steps(CheckContext& c) {
 
 void own_queries_only(CheckContext& c) {
   const CpSpec& s = c.spec;
-  if (!c.present(CheckTensor::dk) || s.P() < 2) return;
+  if (!c.present(CheckTensor::dk) || s.P() < 2 || !c.worth({CheckTensor::dk, CheckTensor::dv}, "dK/dV reduction")) return;
   const Partition& part = s.partition();
   const index_t nk = static_cast<index_t>(c.keys.size());
   Tensor3<double> dk(nk, s.hk(), s.d()), dv(nk, s.hk(), s.dv());

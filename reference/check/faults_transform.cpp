@@ -27,6 +27,7 @@ Prediction faulted(Tensor3<double> x) {
 // out[placed.global(r, l)] = ref[held.global(r, l)]
 void layout_order(CheckContext& c) {
   const CpSpec& spec = c.spec;
+  if (!c.worth({CheckTensor::o, CheckTensor::lse, CheckTensor::dq, CheckTensor::dk, CheckTensor::dv}, "layout order")) return;
   const std::vector<index_t>& cu = spec.partition().cu_padded();
   const Layout all[] = {Layout::contiguous, Layout::zigzag, Layout::striped};
   for (Layout held : all)
@@ -97,7 +98,7 @@ Tensor3<double> source_tensor(const CheckContext& c, Source s) {
 }
 
 void dkv_mixups(CheckContext& c) {
-  if (!c.present(CheckTensor::dk)) return;
+  if (!c.present(CheckTensor::dk) || !c.worth({CheckTensor::dk, CheckTensor::dv}, "dK/dV mix-ups")) return;
   const bool same = c.spec.d() == c.spec.dv();  // dK and dV can only trade places when their shapes agree
   const index_t P = c.spec.P();
   // whether output t (dK or dV) can hold s
@@ -148,7 +149,7 @@ void dkv_mixups(CheckContext& c) {
 // ---- LSE in base 2, padding not zero ------------------------------------------------------------
 
 void lse_base2(CheckContext& c) {
-  if (!c.present(CheckTensor::lse)) return;
+  if (!c.present(CheckTensor::lse) || !c.worth({CheckTensor::lse}, "LSE in base 2")) return;
   Tensor3<double> x = c.ref[idx(CheckTensor::lse)];
   for (double& v : x.data) v /= std::log(2.0);  // -inf stays -inf
   Hypothesis h;
@@ -160,7 +161,7 @@ void lse_base2(CheckContext& c) {
 
 void padding_not_zero(CheckContext& c) {
   const Packing& pk = c.spec.packing();
-  if (!pk.has_padding()) return;
+  if (!pk.has_padding() || !c.worth({CheckTensor::o, CheckTensor::dq, CheckTensor::dk, CheckTensor::dv}, "padding")) return;
   Hypothesis h;
   h.id = "padding_not_zero", h.priority = 90, h.method = "the reference on real tokens, the outputs' own values on padding";
   h.name = "padding tokens hold non-zero outputs (every real token is right; padding must give O = 0 and zero gradients)";

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,19 @@ struct CheckContext {
   Chunks chunks;
   std::vector<index_t> rows, keys;  // sampled tokens (sorted) for the recomputed hypotheses
   std::vector<HypothesisResult> results;
+  std::vector<std::string> skipped;  // families not tested: every output they would change matches the reference
 
   bool present(CheckTensor t) const { return data.out[idx(t)].present; }
+  // output t was given and differs from the reference beyond its tolerance
+  bool wrong(CheckTensor t) const { return present(t) && !(base_err[idx(t)] <= levels[0].tol[idx(t)]); }
+  // whether the hypotheses of a family that change only the outputs ts are worth testing: some of ts
+  // is wrong (a fault that moves only right outputs cannot explain anything); if not, it is skipped
+  bool worth(std::initializer_list<CheckTensor> ts, const std::string& family) {
+    for (CheckTensor t : ts)
+      if (wrong(t)) return true;
+    skipped.push_back(family);
+    return false;
+  }
   HypothesisResult evaluate(const Hypothesis& h) const;
   HypothesisResult& add(const Hypothesis& h) { return results.emplace_back(evaluate(h)); }
 };

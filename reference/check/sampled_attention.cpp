@@ -83,6 +83,10 @@ Tensor3<double> gather(const Tensor3<double>& x, const std::vector<index_t>& pos
   return y;
 }
 
+// query rows are handled in slices of kSlice (sorted rows: a slice's visible keys are one short run
+// under a causal mask, so the kernel skips the rest; one block of every sampled row would not)
+constexpr index_t kSlice = 32;
+
 RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
                    const std::vector<index_t>* keys) {
   const std::vector<index_t> perm = head_order(spec, rule);
@@ -93,26 +97,34 @@ RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, c
   const Tensor3<double>& K = keys ? kk : in.k;
   const Tensor3<double>& V = keys ? vv : in.v;
   AttnOut<double> f{Tensor3<double>(q.n, q.h, V.d), Rows<double>(q.h, q.n)};
-  attention_forward<double>(q.view(), K.view(), V.view(), rule_mask(spec, rule, rows, k), rule.scale, f.o.view(), rows_view(f.lse));
+  for (index_t a0 = 0; a0 < q.n; a0 += kSlice) {
+    const index_t n = std::min(kSlice, q.n - a0);
+    const std::vector<index_t> slice(rows.begin() + a0, rows.begin() + a0 + n);
+    attention_forward<double>(q.view().rows(a0, n), K.view(), V.view(), rule_mask(spec, rule, slice, k), rule.scale,
+                              f.o.view().rows(a0, n), rows_view(f.lse, a0, n));
+  }
   return RowsOut{heads_to(f.o, perm, true), heads_to(as_tensor(f.lse), perm, true)};
 }
 
 Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows) {
-  const index_t h = spec.h(), group = spec.h() / spec.hk(), d = spec.d();
-  Tensor3<double> m(static_cast<index_t>(rows.size()), h, 1);
-  for (size_t a = 0; a < rows.size(); ++a) {
-    const KeyRange r = visible_keys(spec, rule, rows[a]);
+  const index_t h = spec.h(), group = spec.h() / spec.hk();
+  const Tensor3<double> q = gather(in.q, rows);
+  Tensor3<double> m(q.n, h, 1);
+  for (index_t a0 = 0; a0 < q.n; a0 += kSlice) {
+    const index_t n = std::min(kSlice, q.n - a0);
+    KeyRange kb{spec.S(), 0};  // the keys any row of the slice sees
+    for (index_t a = a0; a < a0 + n; ++a) {
+      const KeyRange r = visible_keys(spec, rule, rows[sz(a)]);
+      if (r.lo < r.hi) kb.lo = std::min(kb.lo, r.lo), kb.hi = std::max(kb.hi, r.hi);
+    }
     for (index_t i = 0; i < h; ++i) {
       const index_t kv = rule.head_mod ? i % spec.hk() : i / group;
-      double best = -std::numeric_limits<double>::infinity();
-      const double* qv = in.q.token(rows[a]) + i * d;
-      for (index_t key = r.lo; key < r.hi; ++key) {
-        const double* kvp = in.k.token(key) + kv * d;
-        double s = 0;
-        for (index_t e = 0; e < d; ++e) s += qv[e] * kvp[e];
-        best = std::max(best, rule.scale * s);
+      Mat<double> sc;
+      if (kb.lo < kb.hi) sc = rule.scale * (head(q.view().rows(a0, n), i) * head(in.k.view().rows(kb.lo, kb.hi - kb.lo), kv).transpose());
+      for (index_t a = 0; a < n; ++a) {
+        const KeyRange r = visible_keys(spec, rule, rows[sz(a0 + a)]);
+        m.at(a0 + a, i, 0) = r.lo < r.hi ? sc.row(a).segment(r.lo - kb.lo, r.hi - r.lo).maxCoeff() : -std::numeric_limits<double>::infinity();
       }
-      m.at(static_cast<index_t>(a), i, 0) = best;
     }
   }
   return m;
@@ -125,9 +137,15 @@ Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule
   const Tensor3<double> o = heads_to(fwd.o, perm, false);
   const Rows<double> lse = as_rows(heads_to(fwd.lse, perm, false));
   const Rows<double> delta = softmax_delta<double>(o.view(), dout.view());
+  const std::vector<index_t> all = all_tokens(spec.S());
   Tensor3<double> dq(q.n, q.h, q.d), dk(in.k.n, in.k.h, in.k.d), dv(in.v.n, in.v.h, in.v.d);  // dk, dv: partial, unused
-  attention_backward<double>(q.view(), in.k.view(), in.v.view(), dout.view(), rows_view(lse), rows_view(delta),
-                             rule_mask(spec, rule, rows, all_tokens(spec.S())), rule.scale, dq.view(), dk.view(), dv.view());
+  for (index_t a0 = 0; a0 < q.n; a0 += kSlice) {
+    const index_t n = std::min(kSlice, q.n - a0);
+    const std::vector<index_t> slice(rows.begin() + a0, rows.begin() + a0 + n);
+    attention_backward<double>(q.view().rows(a0, n), in.k.view(), in.v.view(), dout.view().rows(a0, n), rows_view(lse, a0, n),
+                               rows_view(delta, a0, n), rule_mask(spec, rule, slice, all), rule.scale, dq.view().rows(a0, n),
+                               dk.view(), dv.view());
+  }
   return heads_to(dq, perm, true);
 }
 
