@@ -4,9 +4,10 @@
 // for its action to run; the action's exit status goes to `status`. setup_cplab registers them all
 // and makes every numeric option strict (cli_common.h): main.cpp and the fuzz test build the same
 // command line with it.
-// Exit statuses: 0 ok, 1 a check failed (e.g. demo error above tolerance), 2 bad input (a
+// Exit statuses: 0 ok, 1 a check failed (demo error above tolerance, check: not equivalent), 2 bad input (a
 // cplab::Error or a command-line parse error, with the rule printed).
-// What it is not: an algorithm; every number printed comes from reference/run/experiment.h.
+// What it is not: an algorithm; every number printed comes from reference/run/experiment.h (check:
+// reference/check/check.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

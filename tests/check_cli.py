@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_cli.py: `cplab check` end to end (run by ctest as `check_cli`).
 
-Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR
+Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [README.md]
 
 1. Outputs that `cplab run --out-dir` writes (float64 and float32 runs, and bfloat16 copies written
    as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
@@ -11,6 +11,10 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR
    carries the verdict and the full error map (output x rank x chunk x head).
 3. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
    unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
+4. With README.md: the worked example of its `cplab check` section runs as written (bash, cplab and
+   /usr/bin/python3 first on PATH) and prints the output the README quotes: every line but the time
+   line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
+   whether each is above its tolerance may not).
 Needs numpy (Debian's python3-numpy, i.e. /usr/bin/python3).
 """
 import json
@@ -22,6 +26,7 @@ import sys
 import numpy as np
 
 CPLAB, SCRATCH = sys.argv[1], sys.argv[2]
+README = sys.argv[3] if len(sys.argv) > 3 else None
 shutil.rmtree(SCRATCH, ignore_errors=True)
 os.makedirs(SCRATCH)
 failures = []
@@ -204,6 +209,23 @@ check("outputs not a folder", [*SPEC, *IN, "--outputs", path("in", "q.npy")], 2,
 p = run("check", "--help")
 if p.returncode != 0 or "Exit status: 0 equivalent, 1 not equivalent, 2 bad input" not in p.stdout:
     failures.append(f"cplab check --help: exit {p.returncode}")
+
+# ---- the README's worked example -----------------------------------------------------------------
+if README:
+    import re
+    text = open(README, encoding="utf-8").read()
+    section = text[text.index("## `cplab check`: find the bug"):]
+    m = re.search(r"```sh\n(.*?)```.*?```\n(.*?)```", section, re.S)
+    script, quoted = m.group(1), m.group(2)
+    os.makedirs(path("readme"))
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(os.path.abspath(CPLAB)), "/usr/bin", os.environ.get("PATH", "")]))
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=path("readme"), env=env, capture_output=True, text=True, timeout=600)
+    def lines(t):
+        return [re.sub(r"\d\.\de[+-]\d+", "#", x) for x in t.rstrip("\n").split("\n") if not x.startswith("time: ")]
+    if lines(p.stdout) != lines(quoted):
+        diff = [f"  README: {a!r}\n  got:    {b!r}" for a, b in zip(lines(quoted), lines(p.stdout)) if a != b][:3]
+        failures.append(f"README example (exit {p.returncode}, stderr {p.stderr.strip()!r}) prints other lines than quoted:\n" +
+                        "\n".join(diff) + f"\n  ({len(lines(quoted))} lines quoted, {len(lines(p.stdout))} printed)")
 
 for f in failures:
     print("FAIL:", f)

@@ -124,24 +124,26 @@ std::string check_text(const CheckReport& r) {
     for (CheckTensor t : kAllCheckTensors)
       for (index_t i = 0; i < r.map.heads[idx(t)]; ++i)
         if (r.map.at(t, k / r.map.chunks, k % r.map.chunks, i) > r.levels[0].tol[idx(t)]) show[sz(k)] = true;
-  o << (rows > 32 ? ", rows with an error above tolerance only" : "") << ":\nrank  chunk    ";
+  o << (rows > 32 ? ", rows with an error above tolerance only" : "") << ":\n";
+  auto rstrip = [](std::string x) { return x.erase(x.find_last_not_of(' ') + 1) + "\n"; };
+  std::string head = "rank  chunk    ";
   for (CheckTensor t : kAllCheckTensors)
-    if (r.out[idx(t)].present) o << "  " << std::string(tensor_label(t)) + std::string(9 - std::string(tensor_label(t)).size(), ' ');
-  o << "\n";
+    if (r.out[idx(t)].present) head += "  " + std::string(tensor_label(t)) + std::string(9 - std::string(tensor_label(t)).size(), ' ');
+  o << rstrip(head);
   for (index_t k = 0; k < rows; ++k) {
     if (!show[sz(k)]) continue;
     const index_t rk = k / r.map.chunks, ck = k % r.map.chunks;
     char b[64];
     std::snprintf(b, sizeof b, "%4lld  %-9s", static_cast<long long>(rk), r.chunks.label(rk, ck, r.map.ranks).c_str());
-    o << b;
+    std::string line = b;
     for (CheckTensor t : kAllCheckTensors) {
       if (!r.out[idx(t)].present) continue;
       double m = 0;
       for (index_t i = 0; i < r.map.heads[idx(t)]; ++i) m = std::max(m, r.map.at(t, rk, ck, i));
       const std::string cell = sci(m) + (m > r.levels[0].tol[idx(t)] ? "*" : "");
-      o << "  " << cell << std::string(cell.size() < 9 ? 9 - cell.size() : 0, ' ');
+      line += "  " + cell + std::string(cell.size() < 9 ? 9 - cell.size() : 0, ' ');
     }
-    o << "\n";
+    o << rstrip(line);
   }
   if (!r.where.empty()) {
     o << "\nwhere the error lives:\n";
