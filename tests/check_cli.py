@@ -109,6 +109,15 @@ for r in range(P):
         # (a column slice is Fortran-ordered: cplab reads C order only, as its message says)
         np.save(path("shards", f"rank{r}", n + ".npy"), np.ascontiguousarray(x[:, zigzag_indices(r)]) if n == "lse" else x[zigzag_indices(r)])
 check("rank shards equivalent", [*SPEC, *IN, "--outputs", path("shards")], 0, "equivalent")
+# shards cut as contiguous slices while --layout says zigzag
+n = S // P
+for r in range(P):
+    os.makedirs(path("shards_contiguous", f"rank{r}"))
+    for name, x in out.items():
+        piece = np.ascontiguousarray(x[:, r * n:(r + 1) * n]) if name == "lse" else x[r * n:(r + 1) * n]
+        np.save(path("shards_contiguous", f"rank{r}", name + ".npy"), piece)
+check("shards in contiguous order", [*SPEC, *IN, "--outputs", path("shards_contiguous")], 1,
+      "NOT equivalent: tokens out of order: the rank{r} shards hold the contiguous layout's tokens, not the zigzag layout's (--layout)")
 
 # ---- faults made with numpy --------------------------------------------------------------------
 shutil.copytree(path("out64"), path("swapped"))

@@ -50,7 +50,10 @@ void layout_order(CheckContext& c) {
       h.id = "layout_order:" + H + "_placed_as_" + Pl;
       h.priority = 10;
       h.method = "the reference's tokens permuted";
-      if (held == spec.layout() && placed == Layout::contiguous)
+      const bool shards = c.data.out[idx(CheckTensor::o)].source.find("rank{") != std::string::npos;
+      if (shards && placed == spec.layout())
+        h.name = "tokens out of order: the rank{r} shards hold the " + H + " layout's tokens, not the " + Pl + " layout's (--layout)";
+      else if (held == spec.layout() && placed == Layout::contiguous)
         h.name = "tokens out of order: the ranks' local " + H + " buffers concatenated instead of placed in global order";
       else if (held == Layout::contiguous && placed == spec.layout())
         h.name = "tokens out of order: outputs already in global order placed again as " + Pl + " rank buffers";
