@@ -19,7 +19,7 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "mask_options.h"
+#include "cp_options.h"
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "run_files.h"
@@ -31,14 +31,11 @@ namespace cplab::app {
 namespace {
 
 struct RunOptions {
-  CpFields cp;    // the CP layer as given (modes/cp_spec.h validates it once)
+  CpOptions cp;   // the CP layer as given (cp_options.h; modes/cp_spec.h validates it once)
   RunSpec spec;   // the harness (dtype, backward, allow_long); spec.cp is built from `cp`
-  std::string mode = "p2p", layout = "zigzag", merge = "streaming", hcp, cu;
-  index_t seq = 4096;  // --seq; with --cu-seqlens the packed total unless given
   RunFiles files;  // --q --k --v --do --out-dir --trace --chrome-trace (run_files.h)
-  MaskOptions mask;  // --window --chunk --sinks --sink-logits (mask_options.h)
   bool json = false, plan_only = false;
-  std::map<std::string, CLI::Option*> given;  // options, to tell "given" from "default"
+  std::map<std::string, CLI::Option*> given;  // this command's own file options, to tell "given" from "default"
   long long seed = 0;
 };
 
@@ -143,21 +140,12 @@ int plan_action(const RunOptions& o) {
 
 int run_action(RunOptions& o) {
   RunSpec& s = o.spec;
-  CpFields& f = o.cp;
-  f.mode = parse_mode(o.mode);
-  f.layout = parse_layout(o.layout);
-  f.merge = parse_merge(o.merge);
+  CpFields f = cp_fields(o.cp);  // mode, layout, merge, --hcp, --cu-seqlens and --seq (cp_options.h)
   require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
   s.seed = static_cast<std::uint64_t>(o.seed);
-  for (const char* name : {"out-dir", "trace", "chrome-trace", "cu-seqlens"})
+  for (const char* name : {"out-dir", "trace", "chrome-trace"})
     require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
             std::string("--") + name + " needs a value, got an empty string");
-  if (!o.hcp.empty()) parse_hcp(o.hcp, f);
-  if (!o.cu.empty()) f.cu_seqlens = parse_cu_seqlens(o.cu);
-  // with --cu-seqlens, --seq is their packed total: given, it must agree (CpSpec says so)
-  const bool seq_given = o.given.at("seq")->count() > 0;
-  f.seq = f.cu_seqlens.empty() || seq_given ? o.seq : 0;
-  apply_mask_options(o.mask, f);
   if (o.plan_only) {
     s.cp = CpSpec(f);
     return plan_action(o);
@@ -174,7 +162,7 @@ int run_action(RunOptions& o) {
   NpyHeader hq, hk_, hv, hdo;
   if (any_in) {
     // sizes come from the files; a size also given on the command line must agree with them
-    auto given = [&](const char* name, index_t v) { return o.given.at(name)->count() > 0 ? v : index_t{0}; };
+    auto given = [&](const char* name, index_t v) { return o.cp.given(name) ? v : index_t{0}; };
     index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
     index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
     hq = header3(o.files.q, "Q", seq, h, d);
@@ -240,33 +228,11 @@ void setup_run(CLI::App& app, int& status) {
              "Prints the error of O and LSE (and dQ, dK, dV with --backward), FLOPs per rank and the\n"
              "max/min work ratio, bytes and messages sent per rank. Error = max|x - ref| / max|ref|.");
   RunSpec& s = o->spec;
-  CpFields& f = o->cp;
-  sub->add_option("--mode", o->mode,
-                  "CP mode: p2p (ring), allgather (all-gather KV, Llama 3), a2a (Ulysses all-to-all),\n"
-                  "a2a+p2p (hierarchical: needs --hcp)")->capture_default_str();
-  sub->add_option("--hcp", o->hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
-                                   "outer rings of OCP ranks strided by ICP; ICP x OCP = cp");
-  o->given["cu-seqlens"] = sub->add_option("--cu-seqlens", o->cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
-                                         "(--seq is then their total)");
-  sub->add_flag("--pad", f.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
-                                "padding tokens get O = 0 and zero gradients");
-  sub->add_flag("--replicate-kv", f.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
-                                                  "by the all-to-all size (costs memory and bytes)");
-  o->given["cp"] = sub->add_option("--cp", f.cp, "number of CP ranks (simulated in this process)")->capture_default_str();
-  o->given["seq"] = sub->add_option("--seq", o->seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str();
-  o->given["heads"] = sub->add_option("--heads", f.heads, "query heads")->capture_default_str();
-  o->given["kv-heads"] = sub->add_option("--kv-heads", f.kv_heads, "key/value heads (must divide heads: GQA/MQA)")->capture_default_str();
-  o->given["head-dim"] = sub->add_option("--head-dim", f.head_dim, "Q/K head dim")->capture_default_str();
-  o->given["v-head-dim"] = sub->add_option("--v-head-dim", f.v_head_dim, "V head dim (0: same as --head-dim)")->capture_default_str();
-  sub->add_flag("--causal", f.causal, "causal mask (default: none)");
-  add_mask_options(sub, o->mask, true);  // --window --chunk --sinks --sink-logits
-  sub->add_option("--layout", o->layout, "token layout: contiguous | zigzag | striped")->capture_default_str();
+  add_cp_options(sub, o->cp);  // --mode ... --scale, shared with cplab check (cp_options.h)
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
-  sub->add_option("--merge", o->merge, "partial-result merge: streaming | fold (TE's post-loop)")->capture_default_str();
-  sub->add_option("--scale", f.scale, "softmax scale (0: 1/sqrt(head-dim))")->capture_default_str();
-  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float32/float64 file");
+  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float16/bfloat16/float32/float64 file");
   sub->add_option("--k", o->files.k, "read K from a .npy (seq, kv_heads, head_dim)");
   sub->add_option("--v", o->files.v, "read V from a .npy (seq, kv_heads, v_head_dim)");
   sub->add_option("--do", o->files.dout, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");

@@ -12,6 +12,7 @@ void setup_cplab(CLI::App& app, int& status) {
   setup_layout(app, status);
   setup_schedule(app, status);
   setup_plan(app, status);
+  setup_check(app, status);
   strict_numbers(app);
 }
 

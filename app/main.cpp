@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
       "Every CP mode runs on simulated ranks in one process and is checked against dense attention.\n"
       "Examples:\n"
       "  cplab demo\n"
-      "  cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag --backward\n",
+      "  cplab run --mode p2p --cp 4 --seq 4096 --heads 8 --kv-heads 2 --head-dim 64 --causal --layout zigzag --backward\n"
+      "  cplab check --mode p2p --cp 4 --layout zigzag --causal --inputs DIR --outputs DIR\n",
       "cplab"};
   int status = 0;
   cplab::app::setup_cplab(app, status);

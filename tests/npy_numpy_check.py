@@ -94,8 +94,28 @@ def main():
     bad("f8_fortran", np.asfortranarray(rng.standard_normal((3, 4))), "fortran_order arrays are not supported")
     bad("i4", np.arange(12, dtype=np.int32).reshape(3, 4), "dtype '<i4' is not supported")
     bad("f8_big_endian", np.arange(5, dtype=">f8"), "big-endian dtype '>f8' is not supported")
-    bad("f2", np.arange(5, dtype="<f2"), "dtype '<f2' is not supported")
-    count += 4
+    bad("f2_big_endian", np.arange(5, dtype=">f2"), "big-endian dtype '>f2' is not supported")
+    bad("i2", np.arange(5, dtype="<i2"), "dtype '<i2' is not supported")
+    count += 5
+
+    # float16, and bfloat16 as ml_dtypes saves it ('<V2' bytes; numpy has no bfloat16): read exactly,
+    # written back as float64 (2*x)
+    def widened(name, arr, want):
+        _, dst, p = run(name, arr)
+        if p.returncode != 0:
+            failures.append(f"{name}: npy_roundtrip exited {p.returncode}: {p.stderr.strip()}")
+            return
+        got = np.load(dst, allow_pickle=False)
+        if got.dtype != np.float64 or got.shape != want.shape or not np.array_equal(got, 2 * want):
+            failures.append(f"{name}: read back {got.dtype} {got.shape} {got.ravel()[:4]}, want 2 * {want.ravel()[:4]}")
+
+    half = rng.standard_normal((3, 5)).astype(np.float16)
+    widened("f2", half, half.astype(np.float64))
+    f32 = rng.standard_normal((4, 3)).astype(np.float32)
+    bits = f32.view(np.uint32)
+    bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
+    widened("bf16_V2", bf16.view("V2"), (bf16.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+    count += 2
 
     if failures:
         for f in failures:

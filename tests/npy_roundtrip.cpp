@@ -1,7 +1,8 @@
 // npy_roundtrip.cpp: test helper for tests/npy_numpy_check.py.
 //
 // What it is: `npy_roundtrip IN.npy OUT.npy` reads IN with cplab::npy_read and writes 2*values to OUT
-// with the same dtype ('<f4' or '<f8') and shape. On a cplab::Error it prints
+// with the same dtype ('<f4' or '<f8') and shape; a float16 or bfloat16 input is written as '<f8'
+// (cplab writes float32 and float64 only). On a cplab::Error it prints
 // "npy_roundtrip: error: <msg>" to stderr and exits 2; on bad usage it exits 1.
 // What it is not: a user-facing tool; it exists so NumPy can check our files both ways.
 #include <cstdio>

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "run/npy.h"
 
 namespace {
@@ -160,6 +161,40 @@ TEST_CASE("npy: version 2.0 and 3.0 headers read") {
   }
 }
 
+TEST_CASE("npy: float16 and bfloat16 files read exactly (ml_dtypes saves bfloat16 as '<V2')") {
+  TempDir t;
+  const std::string p = t.file("half.npy");
+  // values every half type holds exactly, plus a subnormal half, across the reader's 65536-element chunks
+  std::vector<double> v(70000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int>(i % 512) - 256) / 64.0;
+  v[1] = -0.0;
+  v[2] = std::ldexp(1.0, -24);  // the smallest float16 subnormal (bfloat16: a normal number)
+  const std::pair<std::string, NpyDtype> cases[] = {
+      {"<f2", NpyDtype::f2}, {"=f2", NpyDtype::f2}, {"<V2", NpyDtype::bf16}, {"|V2", NpyDtype::bf16}, {"bfloat16", NpyDtype::bf16}};
+  for (const auto& [descr, dtype] : cases) {
+    CAPTURE(descr);
+    const auto bytes = cplab::to_dtype(v, dtype == NpyDtype::f2 ? cplab::DType::f16 : cplab::DType::bf16);
+    write_bytes(p, npy_bytes(1, "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (70000,), }",
+                             std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+    const cplab::NpyHeader h = cplab::npy_read_header(p);
+    CHECK(h.dtype == dtype);
+    CHECK(cplab::npy_itemsize(h.dtype) == 2);
+    const NpyArray a = cplab::npy_read(p);
+    CHECK(a.dtype == dtype);
+    CHECK(a.values == v);
+    CHECK(std::signbit(a.values[1]));
+  }
+  CHECK(cplab::npy_dtype_name(NpyDtype::f2) == "float16");
+  CHECK(cplab::npy_dtype_name(NpyDtype::bf16) == "bfloat16");
+  // a bfloat16 value that is not a float16 one: 2^100 (float16 overflows), read from '<V2' bytes
+  const std::uint16_t big = 0x7180;  // bfloat16 bits of 2^100
+  write_bytes(p, npy_bytes(1, "{'descr': '<V2', 'fortran_order': False, 'shape': (1,), }", std::string(reinterpret_cast<const char*>(&big), 2)));
+  CHECK(cplab::npy_read(p).values.at(0) == std::ldexp(1.0, 100));
+  // the data size is checked with the 2-byte element
+  write_bytes(p, npy_bytes(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", std::string(4, '\0')));
+  CHECK(read_error(p) == p + ": file holds 4 bytes of data but shape (3,) needs 6");
+}
+
 TEST_CASE("npy: header dict variants parse") {
   TempDir t;
   const std::string p = t.file("var.npy");
@@ -220,9 +255,10 @@ TEST_CASE("npy: unsupported files are rejected with the rule broken") {
   CHECK(with(npy_bytes(1, kHdr234.substr(0, 16), "")) == p + ": malformed header: it ends before the closing '}'");
   CHECK(with(npy_bytes(1, "{'descr': '<f8', 'fortran_or", "")) == p + ": malformed header: unterminated string");
 
-  CHECK(with(npy_bytes(1, hdr("<i4", "False", "(2, 3, 4)"), d192)) == p + ": dtype '<i4' is not supported (need float32 '<f4' or float64 '<f8')");
-  CHECK(with(npy_bytes(1, hdr("|f4", "False", "(2, 3, 4)"), d192)) == p + ": dtype '|f4' is not supported (need float32 '<f4' or float64 '<f8')");
-  CHECK(with(npy_bytes(1, hdr("<f2", "False", "(2, 3, 4)"), d192)) == p + ": dtype '<f2' is not supported (need float32 '<f4' or float64 '<f8')");
+  CHECK(with(npy_bytes(1, hdr("<i4", "False", "(2, 3, 4)"), d192)) == p + ": dtype '<i4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')");
+  CHECK(with(npy_bytes(1, hdr("|f4", "False", "(2, 3, 4)"), d192)) == p + ": dtype '|f4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')");
+  CHECK(with(npy_bytes(1, hdr("<V4", "False", "(2, 3, 4)"), d192)) == p + ": dtype '<V4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')");
+  CHECK(with(npy_bytes(1, hdr(">f2", "False", "(2, 3, 4)"), d192)) == p + ": big-endian dtype '>f2' is not supported");
   CHECK(with(npy_bytes(1, hdr(">f8", "False", "(2, 3, 4)"), d192)) == p + ": big-endian dtype '>f8' is not supported");
   CHECK(with(npy_bytes(1, hdr(">f4", "False", "(2, 3, 4)"), d192)) == p + ": big-endian dtype '>f4' is not supported");
   CHECK(with(npy_bytes(1, hdr("<f8", "True", "(2, 3, 4)"), d192)) == p + ": fortran_order arrays are not supported (save with np.ascontiguousarray)");

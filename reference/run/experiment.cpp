@@ -63,18 +63,16 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
   }
 }
 
+}  // namespace
+
 // The oracle: dense attention in double, one sequence at a time over its real tokens only (an
 // independent route from the packed token masks the modes use), each under the rule's mask of the
 // whole sequence (sequence_mask) and with the sinks inside the softmax (attention_kernel.h, not the
 // modes' merge); padding rows get O = 0, LSE = -inf and zero gradients.
-struct Oracle {
-  Tensor3<double> o, dq, dk, dv;
-  Rows<double> lse;
-  std::vector<double> dsinks;
-};
-Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& q, const Tensor3<double>& k,
-                    const Tensor3<double>& v, const Tensor3<double>& dout, const std::vector<double>& sinks) {
-  Oracle r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity()), {}};
+DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const Tensor3<double>& k,
+                               const Tensor3<double>& v, const Tensor3<double>& dout, const std::vector<double>& sinks) {
+  const Packing& pk = s.cp.packing();
+  DenseReference r{Tensor3<double>(q.n, q.h, v.d), {}, {}, {}, Rows<double>::Constant(q.h, q.n, -std::numeric_limits<double>::infinity()), {}};
   if (s.backward) r.dq = Tensor3<double>(q.n, q.h, q.d), r.dk = Tensor3<double>(k.n, k.h, k.d), r.dv = Tensor3<double>(v.n, v.h, v.d);
   if (s.backward && !sinks.empty()) r.dsinks.assign(sinks.size(), 0.0);
   const double* sink = sinks.empty() ? nullptr : sinks.data();
@@ -101,8 +99,6 @@ Oracle dense_oracle(const RunSpec& s, const Packing& pk, const Tensor3<double>& 
   }
   return r;
 }
-
-}  // namespace
 
 void validate_rules(const RunSpec& s) {
   require(s.dtype == "float" || s.dtype == "double", "dtype '" + s.dtype + "' is not one of: float, double");
@@ -228,8 +224,8 @@ RunReport run_checked(const RunSpec& s, const Inputs& in) {
   std::vector<double> sinks = in.sinks;  // rounded to the run's dtype, as the CP run takes them
   if (f32)
     for (double& x : sinks) x = static_cast<double>(static_cast<float>(x));
-  const Oracle ref = dense_oracle(s, pk, as_run(in.q), as_run(in.k), as_run(in.v),
-                                  s.backward ? as_run(in.dout) : Tensor3<double>(), sinks);
+  const DenseReference ref = dense_reference(s, as_run(in.q), as_run(in.k), as_run(in.v),
+                                             s.backward ? as_run(in.dout) : Tensor3<double>(), sinks);
   // an overflow of the reference is not a result to compare (matching infinities would read as error 0)
   check_reference_finite(s, in, {&ref.o, &ref.lse, s.backward ? &ref.dq : nullptr, s.backward ? &ref.dk : nullptr,
                                  s.backward ? &ref.dv : nullptr});

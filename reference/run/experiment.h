@@ -87,6 +87,20 @@ struct RunReport {
 };
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
+
+// The oracle: dense attention in double, one packed sequence at a time over its real tokens only (an
+// independent route from the packed token masks the modes use), on whole global tensors; padding
+// rows get O = 0, LSE = -inf and zero gradients. dq, dk, dv are computed when s.backward (dout
+// then (S, h, dv)). run_experiment compares every mode with it; cplab check (check/) too.
+// With sinks (one logit per query head, --sinks) they enter every row's softmax denominator, and
+// dsinks (h) is their gradient when s.backward.
+struct DenseReference {
+  Tensor3<double> o, dq, dk, dv;  // global order
+  Rows<double> lse;               // (h, S)
+  std::vector<double> dsinks;     // (h) with sinks and s.backward, else empty
+};
+DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const Tensor3<double>& k,
+                               const Tensor3<double>& v, const Tensor3<double>& dout, const std::vector<double>& sinks = {});
 // FLOPs of the same attention on one device (dense oracle): every packed sequence's real tokens
 // against themselves under the run's rule (PositionRule::pairs), forward (+ backward); what the
 // ranks' FLOPs must sum to

@@ -4,7 +4,8 @@
 // Python-literal header dict {'descr': ..., 'fortran_order': ..., 'shape': (...), } in any key
 // order and quoting (npy_read_header: nothing else is read), followed by a size-checked read of the
 // raw little-endian data (float32 converted in chunks, so the doubles are the only whole-size
-// buffer); and a writer producing version 1.0 files.
+// buffer; float16 and bfloat16 through core/dtype.h's exact conversions); and a writer producing
+// version 1.0 files.
 // What it is not: a Python literal evaluator. Only the three keys NumPy writes, string / bool /
 // int-tuple values, and the float dtypes npy.h lists are accepted.
 #include "run/npy.h"
@@ -21,6 +22,7 @@
 
 #include "core/alloc.h"
 #include "core/checked.h"
+#include "core/dtype.h"
 #include "core/output_file.h"
 
 namespace cplab {
@@ -255,10 +257,15 @@ NpyHeader parse_preamble_and_header(std::ifstream& in, const std::string& path, 
     out.dtype = NpyDtype::f4;
   } else if (h.descr == "<f8" || h.descr == "=f8") {
     out.dtype = NpyDtype::f8;
-  } else if (h.descr == ">f4" || h.descr == ">f8") {
+  } else if (h.descr == "<f2" || h.descr == "=f2") {
+    out.dtype = NpyDtype::f2;
+  } else if (h.descr == "<V2" || h.descr == "|V2" || h.descr == "bfloat16") {  // ml_dtypes' bfloat16 (npy.h)
+    out.dtype = NpyDtype::bf16;
+  } else if (h.descr == ">f2" || h.descr == ">f4" || h.descr == ">f8") {
     throw Error(path + ": big-endian dtype '" + h.descr + "' is not supported");
   } else {
-    throw Error(path + ": dtype '" + printable(h.descr) + "' is not supported (need float32 '<f4' or float64 '<f8')");
+    throw Error(path + ": dtype '" + printable(h.descr) +
+                "' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')");
   }
   if (h.fortran_order) throw Error(path + ": fortran_order arrays are not supported (save with np.ascontiguousarray)");
   out.shape = h.shape;
@@ -295,7 +302,25 @@ std::uintmax_t open_npy(const std::string& path, std::ifstream& in) {
 
 }  // namespace
 
-std::int64_t npy_itemsize(NpyDtype dtype) { return dtype == NpyDtype::f4 ? 4 : 8; }
+std::int64_t npy_itemsize(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::f4: return 4;
+    case NpyDtype::f8: return 8;
+    case NpyDtype::f2:
+    case NpyDtype::bf16: return 2;
+  }
+  return 8;
+}
+
+std::string npy_dtype_name(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::f4: return "float32";
+    case NpyDtype::f8: return "float64";
+    case NpyDtype::f2: return "float16";
+    case NpyDtype::bf16: return "bfloat16";
+  }
+  return "?";
+}
 
 NpyHeader npy_read_header(const std::string& path) {
   std::ifstream in;
@@ -325,12 +350,23 @@ NpyArray npy_read(const std::string& path, const NpyHeader& expected) {
   };
   if (a.dtype == NpyDtype::f8) {
     read_exact(reinterpret_cast<char*>(a.values.data()), count * sizeof(double));
-  } else {  // float32, converted in chunks (no second whole-size buffer)
+  } else if (a.dtype == NpyDtype::f4) {  // float32, converted in chunks (no second whole-size buffer)
     std::vector<float> chunk(std::min<std::size_t>(count, std::size_t{1} << 16));
     for (std::size_t i = 0; i < count; i += chunk.size()) {
       const std::size_t n = std::min(chunk.size(), count - i);
       read_exact(reinterpret_cast<char*>(chunk.data()), n * sizeof(float));
       std::copy(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n), a.values.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  } else {  // float16 / bfloat16: 2-byte values, converted exactly (core/dtype.h) in chunks
+    const DType t = a.dtype == NpyDtype::f2 ? DType::f16 : DType::bf16;
+    const std::size_t step = std::size_t{1} << 16;
+    std::vector<std::byte> chunk;
+    for (std::size_t i = 0; i < count; i += step) {
+      const std::size_t n = std::min(step, count - i);
+      chunk.resize(2 * n);
+      read_exact(reinterpret_cast<char*>(chunk.data()), 2 * n);
+      const std::vector<double> x = from_dtype(chunk, t);
+      std::copy(x.begin(), x.end(), a.values.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
   return a;

@@ -1,16 +1,20 @@
-// npy.h: read and write NumPy .npy files holding little-endian float32 / float64 arrays.
+// npy.h: read and write NumPy .npy files holding little-endian float arrays.
 //
 // What it is: npy_read_header, which reads and checks a file's preamble and header dict and compares
 // the data size the shape needs with the file size, reading no data (a caller checks the shape
 // against the sizes it knows, and the memory the data needs against its limit, before anything is
-// allocated: cplab run does); npy_read, which then loads a C-ordered '<f4' or '<f8' array (format
-// 1.0, 2.0 or 3.0) into doubles; and npy_write, which saves a C-ordered float or double buffer as
+// allocated: cplab run does); npy_read, which then loads a C-ordered '<f2' (float16), bfloat16,
+// '<f4' or '<f8' array (format 1.0, 2.0 or 3.0) into doubles (every value exactly); and npy_write, which saves a C-ordered float or double buffer as
 // format 1.0 ('<f4' / '<f8'), header space-padded and '\n'-terminated so the data starts on a 64-byte
 // boundary, like NumPy. Every malformed or unsupported file throws cplab::Error naming the file and
 // the rule broken; element counts go through core/checked.h; a failed allocation of the data is
 // "out of memory allocating N GiB for the data of <path>" (core/alloc.h).
+// bfloat16: NumPy has no bfloat16; ml_dtypes' bfloat16 (JAX, TensorFlow, Keras) is saved by np.save
+// as the 2-byte void dtype '<V2' (or '|V2'), and some tools write the header descr 'bfloat16'. All
+// three are read as bfloat16: a 2-byte void array is assumed to hold bfloat16 values.
 // What it is not: a general .npy library. No integer, complex, structured or big-endian dtypes, no
-// Fortran order, no .npz archives, no memory mapping, no pickled object arrays.
+// Fortran order, no .npz archives, no memory mapping, no pickled object arrays. It writes float32
+// and float64 only.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +26,10 @@
 
 namespace cplab {
 
-enum class NpyDtype { f4, f8 };  // little-endian float32 / float64
+enum class NpyDtype { f4, f8, f2, bf16 };  // little-endian float32 / float64 / float16 / bfloat16
+
+// "float32", "float64", "float16", "bfloat16"
+std::string npy_dtype_name(NpyDtype dtype);
 
 struct NpyArray {
   NpyDtype dtype;
@@ -40,7 +47,7 @@ struct NpyHeader {
   std::int64_t count = 0;           // product(shape): elements
   std::int64_t data_offset = 0;     // bytes before the data
 };
-std::int64_t npy_itemsize(NpyDtype dtype);  // 4 or 8
+std::int64_t npy_itemsize(NpyDtype dtype);  // 4, 8, 2 or 2
 
 // Reads path's header only; throws cplab::Error ("<path>: <rule broken>") on any malformed or
 // unsupported file, or one whose data is shorter or longer than the shape needs.

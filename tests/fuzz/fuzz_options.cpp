@@ -45,6 +45,8 @@ std::map<std::string, std::vector<std::string>> text_pool(const std::string& scr
       {"k", {scratch, scratch + "/missing.npy"}},
       {"v", {scratch, scratch + "/missing.npy"}},
       {"do", {scratch, scratch + "/missing.npy"}},
+      {"inputs", {scratch, scratch + "/missing", src + "/data/dcp"}},  // cplab check's folders
+      {"outputs", {scratch, scratch + "/missing", src + "/data/dcp"}},
       {"trace", {scratch, scratch + "/missing.json"}},  // cplab-viz reads it; cplab writes it (check_only: never written)
       {"chrome-trace", outputs},
       {"out-dir", outputs},

@@ -1,0 +1,113 @@
+// cmd_check.cpp: `cplab check`, another CP implementation's outputs against the reference.
+//
+// What it is: the CP-layer options of cplab run (cp_options.h, the same registration and rules),
+// --inputs DIR (q.npy, k.npy, v.npy, optional do.npy), --outputs DIR (o.npy, lse.npy, dq.npy,
+// dk.npy, dv.npy, or rank{r}/ shards), --tolerance, --json; the sizes come from the input files (a
+// size also given must agree, and --cu-seqlens must pack exactly the files' tokens); the run's
+// limits (memory, CPU work) are checked before any data is read. The check itself, its report and
+// JSON are reference/check/check.h's.
+// Exit status: 0 equivalent, 1 not equivalent (the diagnosis printed), 2 bad input.
+// What it is not: the comparison or the diagnosis (reference/check/).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+#include "commands.h"
+#include "core/error.h"
+#include "core/util.h"
+#include "cp_options.h"
+#include "run_files.h"
+
+namespace cplab::app {
+
+namespace {
+
+struct CheckCmdOptions {
+  CpOptions cp;
+  std::string inputs, outputs;
+  double tolerance = 0;
+  bool json = false, allow_long = false;
+  CLI::Option* tolerance_opt = nullptr;
+};
+
+int check_action(CheckCmdOptions& o) {
+  CpFields f = cp_fields(o.cp);
+  require(!f.sinks, "cplab check does not take --sinks or --sink-logits yet: it compares outputs without attention sinks "
+                    "(--window and --chunk are taken)");
+  require(!o.inputs.empty(), "--inputs needs a value, got an empty string");
+  require(!o.outputs.empty(), "--outputs needs a value, got an empty string");
+  std::error_code ec;
+  require(std::filesystem::is_directory(o.inputs, ec), "--inputs " + o.inputs + ": not a directory (it must hold q.npy, k.npy, v.npy and optionally do.npy)");
+  const std::filesystem::path in(o.inputs);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"})
+    require(std::filesystem::exists(in / name, ec), (in / name).string() + " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
+  // the sizes come from the files; a size also given on the command line must agree with them
+  auto given = [&](const char* name, index_t v) { return o.cp.given(name) ? v : index_t{0}; };
+  index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
+  index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
+  const std::string qp = (in / "q.npy").string();
+  index_t file_seq = 0;
+  header3(qp, "Q", file_seq, h, d);
+  header3((in / "k.npy").string(), "K", file_seq, hk, d);
+  header3((in / "v.npy").string(), "V", file_seq, hk, dv);
+  require(seq == 0 || seq == file_seq, qp + ": has " + num(file_seq) + " tokens but --seq " + num(seq) + " was given");
+  f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
+  f.seq = f.cu_seqlens.empty() ? file_seq : 0;  // packed: the total of cu_seqlens (padded with --pad)
+  const CpSpec spec(f);
+  if (spec.thd())
+    require(spec.S() == file_seq, qp + " has " + num(file_seq) + " tokens but --cu-seqlens " + o.cp.cu + (spec.pad() ? " with --pad" : "") +
+                                      " packs " + num(spec.S()) + (spec.packing().has_padding() ? " (padded)" : "") +
+                                      ": the files must hold the packed tokens, padding included, in that order");
+  if (o.tolerance_opt->count() > 0)
+    require(o.tolerance > 0 && o.tolerance < 1, "--tolerance " + approx(o.tolerance) + " must be in (0, 1)");
+  // the limits of a run of this size (memory, CPU work), before any data is read
+  RunSpec rs;
+  rs.cp = spec;
+  rs.backward = std::filesystem::exists(in / "do.npy", ec);
+  rs.allow_long = o.allow_long;
+  validate(rs);
+  const CheckData data = load_check_data(spec, o.inputs, o.outputs);
+  if (check_only) return 0;  // tests/fuzz: the inputs are checked
+  CheckOptions opt;
+  if (o.tolerance_opt->count() > 0) opt.tolerance = o.tolerance;
+  const CheckReport r = run_check(spec, data, opt);
+  if (o.json) std::cout << check_json(r).dump(2) << "\n";
+  else std::cout << check_text(r);
+  return r.exit_status();
+}
+
+}  // namespace
+
+void setup_check(CLI::App& app, int& status) {
+  auto o = std::make_shared<CheckCmdOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "check",
+      "Check another CP implementation's outputs against the reference and name what it got wrong.\n"
+      "--inputs DIR: q.npy (seq, heads, head-dim), k.npy and v.npy (seq, kv-heads, dim), optional do.npy,\n"
+      "global token order (the sizes are read from them). --outputs DIR: o.npy (seq, heads, v-head-dim),\n"
+      "lse.npy (heads, seq), dq.npy, dk.npy, dv.npy in global order, or per-rank shards rank{r}/o.npy ...\n"
+      "in rank r's local order of --layout; dq, dk, dv (checked with do.npy) are optional, O is not.\n"
+      "dtypes float16, bfloat16 ('<V2', as ml_dtypes saves it), float32, float64.\n"
+      "The reference is dense attention in double. Error = max|x - ref| / max|ref| per output, mapped per\n"
+      "rank x chunk x head; tolerance by each output's dtype: float64 1e-10; float32 O, LSE 1e-5, dQ dK dV\n"
+      "1e-4; float16 O 4e-3, LSE 1e-4, grads 1e-2; bfloat16 O 2e-2, LSE 1e-4, grads 5e-2 (an LSE saved in\n"
+      "a half type: its O tolerance). When they differ, named faults are tested against the numbers\n"
+      "(layout order, dK/dV mix-ups, missing dK/dV reduction, KV head map, causal off by one, scale, LSE\n"
+      "base 2 or without max, a ring step missing or doubled, padding); recomputed ones at 16 sampled\n"
+      "rows / keys per rank chunk. Errors that fit only float32's or bfloat16's tolerance read\n"
+      "'equivalent within float32's tolerance only' (a float32 or bf16 computation or merge).\n"
+      "First line: equivalent | NOT equivalent: <fault> | NOT equivalent: no known fault explains it.\n"
+      "Exit status: 0 equivalent, 1 not equivalent, 2 bad input.");
+  add_cp_options(sub, o->cp);  // --mode ... --scale, exactly as cplab run (cp_options.h)
+  sub->add_option("--inputs", o->inputs, "folder with q.npy, k.npy, v.npy and optionally do.npy (global order)")->required();
+  sub->add_option("--outputs", o->outputs, "folder with the outputs to check: o.npy [lse.npy dq.npy dk.npy dv.npy],\n"
+                                           "or rank0/ ... rank{cp-1}/ holding them in each rank's local order")->required();
+  o->tolerance_opt = sub->add_option("--tolerance", o->tolerance, "one tolerance for every output, instead of its dtype's");
+  sub->add_flag("--allow-long", o->allow_long, "check even if the reference needs more than 4 TFLOP of CPU work (minutes)");
+  sub->add_flag("--json", o->json, "print the report as JSON, with the full error map (output x rank x chunk x head)");
+  sub->callback([o, &status] { status = check_action(*o); });
+}
+
+}  // namespace cplab::app

@@ -1,0 +1,140 @@
+// check.cpp: run_check, the reference, the comparison and the diagnosis in order (check.h).
+#include "check/check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/util.h"
+
+namespace cplab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// the worst error / tolerance of r at level L (its ranking among hypotheses explaining at L)
+double worst_ratio(const HypothesisResult& r, const CheckLevel& L) {
+  double m = 0;
+  for (CheckTensor t : kAllCheckTensors)
+    if (!std::isnan(r.err[idx(t)])) m = std::max(m, r.err[idx(t)] / L.tol[idx(t)]);
+  return m;
+}
+
+// "no fault": the reference itself, at the tightest level its errors fit
+HypothesisResult no_fault(const CheckContext& c) {
+  HypothesisResult r;
+  r.id = "none", r.priority = 100, r.method = "the reference itself";
+  for (CheckTensor t : kAllCheckTensors) {
+    r.kind[idx(t)] = PredKind::reference;
+    r.err[idx(t)] = c.base_err[idx(t)];
+    r.fault[idx(t)] = c.present(t) ? 0 : std::numeric_limits<double>::quiet_NaN();
+  }
+  for (size_t L = 0; L < c.levels.size() && r.level < 0; ++L) {
+    bool fits = true;
+    for (CheckTensor t : kAllCheckTensors)
+      fits = fits && (std::isnan(r.err[idx(t)]) || r.err[idx(t)] <= c.levels[L].tol[idx(t)]);
+    if (fits) r.level = static_cast<int>(L);
+  }
+  if (r.level > 0) {
+    const std::string& d = c.levels[sz(r.level)].name;
+    r.name = "equivalent within " + d + "'s tolerance only: errors of a " + d +
+             " computation or merge, above the tolerance of the dtype the outputs are saved in";
+  } else {
+    r.name = "no fault: the reference itself";
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<const HypothesisResult*> CheckReport::explaining() const {
+  std::vector<const HypothesisResult*> v;
+  for (const HypothesisResult& h : hypotheses)
+    if (h.level >= 0) v.push_back(&h);
+  return v;
+}
+
+CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOptions& options) {
+  CheckReport rep;
+  rep.spec = spec;
+  rep.inputs_dir = data.inputs_dir, rep.outputs_dir = data.outputs_dir;
+  rep.input_dtypes = data.input_dtypes;
+  rep.has_do = data.in.dout.n > 0;
+  for (CheckTensor t : kAllCheckTensors) {
+    rep.out[idx(t)].present = data.out[idx(t)].present;
+    rep.out[idx(t)].dtype = data.out[idx(t)].dtype;
+    rep.out[idx(t)].source = data.out[idx(t)].source;
+  }
+  const bool bwd = data.backward();
+
+  // the reference, in double
+  auto t0 = Clock::now();
+  RunSpec rs;
+  rs.cp = spec;
+  rs.backward = bwd;
+  DenseReference dr = dense_reference(rs, data.in.q, data.in.k, data.in.v, bwd ? data.in.dout : Tensor3<double>());
+  CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}, {}};
+  c.ref[idx(CheckTensor::o)] = std::move(dr.o);
+  c.ref[idx(CheckTensor::lse)] = lse_tensor(dr.lse);
+  if (bwd) {
+    c.ref[idx(CheckTensor::dq)] = std::move(dr.dq);
+    c.ref[idx(CheckTensor::dk)] = std::move(dr.dk);
+    c.ref[idx(CheckTensor::dv)] = std::move(dr.dv);
+  }
+  std::array<const Tensor3<double>*, kCheckTensors> refs{};
+  for (CheckTensor t : kAllCheckTensors) {
+    refs[idx(t)] = &c.ref[idx(t)];
+    if (c.present(t)) c.scale[idx(t)] = ref_scale(c.ref[idx(t)], t == CheckTensor::lse ? &spec.packing() : nullptr);
+  }
+  rep.map = error_map(spec, c.chunks, data.out, refs, c.scale);
+  for (CheckTensor t : kAllCheckTensors)
+    c.base_err[idx(t)] = c.present(t) ? rep.map.max(t) : std::numeric_limits<double>::quiet_NaN();
+  rep.err = c.base_err;
+  rep.levels = c.levels;
+  rep.chunks = c.chunks;
+  rep.reference_seconds = secs(t0);
+
+  // the diagnosis, when the outputs are not equivalent
+  t0 = Clock::now();
+  HypothesisResult none = no_fault(c);
+  rep.equivalent = none.level == 0;
+  if (!rep.equivalent) {
+    c.rows = c.keys = sample_tokens(spec, c.chunks, std::max<index_t>(2, options.samples_per_chunk));
+    rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
+    transform_hypotheses(c);
+    recompute_hypotheses(c);
+  }
+  c.results.push_back(none);
+  std::stable_sort(c.results.begin(), c.results.end(), [&](const HypothesisResult& a, const HypothesisResult& b) {
+    if ((a.level >= 0) != (b.level >= 0)) return a.level >= 0;
+    if (a.level < 0) return a.priority < b.priority;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.unchecked() != b.unchecked()) return a.unchecked() < b.unchecked();
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return worst_ratio(a, c.levels[sz(a.level)]) < worst_ratio(b, c.levels[sz(b.level)]);
+  });
+  rep.hypotheses = std::move(c.results);
+  rep.skipped = c.skipped;
+  rep.hypotheses_seconds = secs(t0);
+  rep.where = where_lines(rep.map, rep.chunks, rep.levels[0].tol);
+
+  const HypothesisResult& best = rep.hypotheses.front();
+  if (rep.equivalent) {
+    rep.verdict = "equivalent";
+  } else if (best.level < 0) {
+    rep.verdict = "NOT equivalent: no known fault explains it";
+  } else if (best.id == "none") {
+    const std::string& d = rep.levels[sz(best.level)].name;
+    rep.verdict = "NOT equivalent: equivalent within " + d + "'s tolerance only (errors consistent with a " + d +
+                  " computation or merge)";
+  } else {
+    rep.verdict = "NOT equivalent: " + best.name +
+                  (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "");
+  }
+  return rep;
+}
+
+}  // namespace cplab

@@ -1,0 +1,61 @@
+// check.h: `cplab check`: another CP implementation's outputs against the reference, and what it
+// got wrong.
+//
+// What it is: run_check, which computes the reference outputs in double (run/experiment.h's dense
+// oracle, one packed sequence at a time), compares the claimed outputs with them (error_map.h: an
+// error per output x rank x chunk x head, against the tolerance of each output's dtype) and, when
+// they differ, tests the hypotheses of hypotheses.h against the numbers; then the verdict:
+//   "equivalent"                                   every output within its dtype's tolerance
+//   "NOT equivalent: <the best hypothesis>"        the most specific fault that explains every
+//                                                  checked output (at the tightest level one does)
+//   "NOT equivalent: equivalent within float32's tolerance only ..."   no fault, but the errors are
+//                                                  those of a float32 / float16 / bfloat16
+//                                                  computation or merge
+//   "NOT equivalent: no known fault explains it"   and where the error lives (where_lines)
+// CheckReport holds all of it; check_text prints it (the verdict first), check_json gives the same
+// with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's).
+// What it is not: the file reading (check_inputs.h) or a command line (app/cmd_check.cpp).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/hypotheses.h"
+
+namespace cplab {
+
+struct CheckOptions {
+  std::optional<double> tolerance;  // every output's tolerance (default: by its dtype)
+  index_t samples_per_chunk = 16;   // sampled rows (and keys) per rank chunk for recomputed hypotheses
+};
+
+struct CheckReport {
+  CpSpec spec;
+  std::string inputs_dir, outputs_dir;
+  std::array<ClaimedTensor, kCheckTensors> out;  // what was given (x emptied: the values are not kept)
+  std::array<NpyDtype, 4> input_dtypes{};
+  bool has_do = false;
+  std::vector<CheckLevel> levels;
+  std::array<double, kCheckTensors> err{};  // claimed vs reference, max|x - ref| / max|ref| (NaN: not given)
+  ErrorMap map;
+  Chunks chunks;
+  std::vector<HypothesisResult> hypotheses;  // every one tested, those that explain first (best first)
+  std::vector<std::string> skipped;          // families not tested: every output they change matches the reference
+  std::vector<std::string> where;           // where the error lives (outputs above tolerance)
+  bool equivalent = false;
+  std::string verdict;  // the report's first line
+  index_t sampled_rows = 0, sampled_keys = 0;
+  double reference_seconds = 0, hypotheses_seconds = 0;
+  int exit_status() const { return equivalent ? 0 : 1; }
+  // the explaining hypotheses (a prefix of `hypotheses`)
+  std::vector<const HypothesisResult*> explaining() const;
+};
+
+CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOptions& options = {});
+
+std::string check_text(const CheckReport& r);
+nlohmann::json check_json(const CheckReport& r);
+
+}  // namespace cplab

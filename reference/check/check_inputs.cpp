@@ -1,0 +1,219 @@
+// check_inputs.cpp: reading and checking the files of `cplab check` (check_inputs.h).
+#include "check/check_inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "core/util.h"
+
+namespace cplab {
+
+namespace fs = std::filesystem;
+
+const char* tensor_label(CheckTensor t) {
+  static const char* const names[] = {"O", "LSE", "dQ", "dK", "dV"};
+  return names[idx(t)];
+}
+const char* tensor_key(CheckTensor t) {
+  static const char* const names[] = {"o", "lse", "dq", "dk", "dv"};
+  return names[idx(t)];
+}
+
+Tensor3<double> lse_tensor(const Rows<double>& lse) {
+  Tensor3<double> x(lse.cols(), lse.rows(), 1);
+  for (index_t t = 0; t < lse.cols(); ++t)
+    for (index_t i = 0; i < lse.rows(); ++i) x.at(t, i, 0) = lse(i, t);
+  return x;
+}
+
+namespace {
+
+// how many ways a dtype rounds (larger: less precise); the least precise of several files wins
+int coarseness(NpyDtype t) {
+  switch (t) {
+    case NpyDtype::f8: return 0;
+    case NpyDtype::f4: return 1;
+    case NpyDtype::f2: return 2;
+    case NpyDtype::bf16: return 3;
+  }
+  return 0;
+}
+
+bool file_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+// one file to read: its path, the shape it must have (and what the dimensions are), its header
+struct FileSpec {
+  std::string path;
+  std::vector<std::int64_t> shape;
+  const char* dims;  // "(seq, heads, head-dim)", for the message
+  NpyHeader header;
+};
+
+NpyHeader checked_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& what) {
+  NpyHeader h = npy_read_header(path);
+  if (h.shape != shape)
+    throw Error(path + ": has shape " + npy_shape_string(h.shape) + " but the spec needs " + npy_shape_string(shape) +
+                " = " + what);
+  return h;
+}
+
+// the data of a checked file; NaN and inf refused (LSE: -inf allowed), the first bad element named
+std::vector<double> checked_data(const FileSpec& f, bool lse) {
+  NpyArray a = npy_read(f.path, f.header);
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const double x = a.values[i];
+    if (std::isfinite(x) || (lse && x == -INFINITY)) continue;
+    std::string at;  // the element's index in the file's own shape
+    std::int64_t rest = static_cast<std::int64_t>(i);
+    for (size_t d = f.shape.size(); d-- > 0;) {
+      at = (d ? ", " : "") + std::to_string(rest % f.shape[d]) + at;
+      rest /= f.shape[d];
+    }
+    throw Error(f.path + ": element [" + at + "] is " + (std::isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf") +
+                (lse ? "; cplab check compares finite values only (LSE may hold -inf, for a row that sees no key)"
+                     : "; cplab check compares finite values only (NaN and infinities are refused)"));
+  }
+  return std::move(a.values);
+}
+
+struct InputShapes {
+  std::int64_t S, h, hk, d, dv, n;
+};
+
+// the shape of an output in global (rank < 0) or rank-local order
+std::vector<std::int64_t> out_shape(CheckTensor t, const InputShapes& s, bool shard) {
+  const std::int64_t tok = shard ? s.n : s.S;
+  switch (t) {
+    case CheckTensor::o: return {tok, s.h, s.dv};
+    case CheckTensor::lse: return {s.h, tok};
+    case CheckTensor::dq: return {tok, s.h, s.d};
+    case CheckTensor::dk: return {tok, s.hk, s.d};
+    case CheckTensor::dv: return {tok, s.hk, s.dv};
+  }
+  return {};
+}
+
+const char* out_dims(CheckTensor t, bool shard) {
+  switch (t) {
+    case CheckTensor::o: return shard ? "(seq / cp, heads, v-head-dim)" : "(seq, heads, v-head-dim)";
+    case CheckTensor::lse: return shard ? "(heads, seq / cp)" : "(heads, seq)";
+    case CheckTensor::dq: return shard ? "(seq / cp, heads, head-dim)" : "(seq, heads, head-dim)";
+    case CheckTensor::dk: return shard ? "(seq / cp, kv-heads, head-dim)" : "(seq, kv-heads, head-dim)";
+    case CheckTensor::dv: return shard ? "(seq / cp, kv-heads, v-head-dim)" : "(seq, kv-heads, v-head-dim)";
+  }
+  return "";
+}
+
+// the files holding output t: none, the global file, or one shard per rank (cplab::Error if both,
+// or if the shards are incomplete)
+std::vector<FileSpec> output_files(const fs::path& dir, CheckTensor t, const InputShapes& s, index_t P) {
+  const std::string name = std::string(tensor_key(t)) + ".npy";
+  const fs::path global = dir / name;
+  std::vector<index_t> shards;
+  for (index_t r = 0; r <= P; ++r)
+    if (file_exists(dir / ("rank" + num(r)) / name)) shards.push_back(r);
+  if (file_exists(global)) {
+    require(shards.empty(), global.string() + " and " + (dir / ("rank" + num(shards.empty() ? 0 : shards[0])) / name).string() +
+                                " both exist: give " + tensor_label(t) + " either in global order or as per-rank shards, not both");
+    return {FileSpec{global.string(), out_shape(t, s, false), out_dims(t, false), {}}};
+  }
+  if (shards.empty()) return {};
+  require(shards.back() < P, (dir / ("rank" + num(P)) / name).string() + " exists but cp is " + num(P) + " (ranks 0-" +
+                                 num(P - 1) + "): the shards must come from a run with the same --cp");
+  for (index_t r = 0; r < P; ++r)
+    require(std::find(shards.begin(), shards.end(), r) != shards.end(),
+            (dir / ("rank" + num(r)) / name).string() + " is missing: per-rank shards need one file per rank 0-" + num(P - 1) +
+                " (cp " + num(P) + ")");
+  std::vector<FileSpec> files;
+  for (index_t r = 0; r < P; ++r)
+    files.push_back(FileSpec{(dir / ("rank" + num(r)) / name).string(), out_shape(t, s, true), out_dims(t, true), {}});
+  return files;
+}
+
+}  // namespace
+
+CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir) {
+  std::error_code ec;
+  require(fs::is_directory(inputs_dir, ec), "--inputs " + inputs_dir + ": not a directory (it must hold q.npy, k.npy, v.npy and optionally do.npy)");
+  require(fs::is_directory(outputs_dir, ec), "--outputs " + outputs_dir + ": not a directory (it must hold o.npy and optionally lse.npy, dq.npy, dk.npy, dv.npy, or rank{r}/ shards of them)");
+  const InputShapes s{spec.S(), spec.h(), spec.hk(), spec.d(), spec.dv(), spec.n()};
+  const fs::path in_dir(inputs_dir), out_dir(outputs_dir);
+
+  // inputs: q, k, v required, do optional
+  const char* in_names[] = {"q", "k", "v", "do"};
+  const std::vector<std::int64_t> in_shapes[] = {{s.S, s.h, s.d}, {s.S, s.hk, s.d}, {s.S, s.hk, s.dv}, {s.S, s.h, s.dv}};
+  const char* in_dims[] = {"(seq, heads, head-dim)", "(seq, kv-heads, head-dim)", "(seq, kv-heads, v-head-dim)", "(seq, heads, v-head-dim)"};
+  std::vector<FileSpec> inputs;
+  for (int i = 0; i < 4; ++i) {
+    const fs::path p = in_dir / (std::string(in_names[i]) + ".npy");
+    if (i == 3 && !file_exists(p)) break;
+    require(file_exists(p), p.string() + " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
+    inputs.push_back(FileSpec{p.string(), in_shapes[i], in_dims[i], {}});
+  }
+  // outputs, in global order or per-rank shards
+  std::array<std::vector<FileSpec>, kCheckTensors> outs;
+  for (CheckTensor t : kAllCheckTensors) outs[idx(t)] = output_files(out_dir, t, s, spec.P());
+  require(!outs[idx(CheckTensor::o)].empty(), (out_dir / "o.npy").string() +
+                                                  " is missing (nor are there rank{r}/o.npy shards): cplab check needs O, and "
+                                                  "optionally LSE, dQ, dK, dV");
+  const bool any_grad = !outs[idx(CheckTensor::dq)].empty() || !outs[idx(CheckTensor::dk)].empty() || !outs[idx(CheckTensor::dv)].empty();
+  if (any_grad) {
+    for (CheckTensor t : {CheckTensor::dq, CheckTensor::dk, CheckTensor::dv})
+      require(!outs[idx(t)].empty(), (out_dir / (std::string(tensor_key(t)) + ".npy")).string() +
+                                         " is missing: the gradients dq.npy, dk.npy and dv.npy are checked all three together");
+    require(inputs.size() == 4, (in_dir / "do.npy").string() + " is missing: the gradients in " + outputs_dir +
+                                    " can only be checked with the dO they were computed from");
+  }
+  // every header first: shapes (and dtypes) before any data is read
+  for (FileSpec& f : inputs) f.header = checked_header(f.path, f.shape, f.dims);
+  for (auto& files : outs)
+    for (FileSpec& f : files) f.header = checked_header(f.path, f.shape, f.dims);
+
+  CheckData data;
+  data.inputs_dir = inputs_dir, data.outputs_dir = outputs_dir;
+  Tensor3<double>* in_tensors[] = {&data.in.q, &data.in.k, &data.in.v, &data.in.dout};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor3<double>& x = *in_tensors[i];
+    x.n = inputs[i].shape[0], x.h = inputs[i].shape[1], x.d = inputs[i].shape[2];
+    x.data = checked_data(inputs[i], false);
+    data.input_dtypes[i] = inputs[i].header.dtype;
+  }
+  if (!any_grad) data.in.dout = Tensor3<double>();  // dO without gradients to check: not needed
+  const Partition& part = spec.partition();
+  for (CheckTensor t : kAllCheckTensors) {
+    const std::vector<FileSpec>& files = outs[idx(t)];
+    if (files.empty()) continue;
+    ClaimedTensor& c = data.out[idx(t)];
+    const bool lse = t == CheckTensor::lse;
+    const std::vector<std::int64_t> gshape = out_shape(t, s, false);
+    c.present = true;
+    c.x = lse ? Tensor3<double>(s.S, s.h, 1) : Tensor3<double>(gshape[0], gshape[1], gshape[2]);
+    c.dtype = files[0].header.dtype;
+    c.source = files.size() == 1 ? files[0].path : (out_dir / ("rank{0.." + num(spec.P() - 1) + "}") / (std::string(tensor_key(t)) + ".npy")).string();
+    const index_t row = c.x.h * c.x.d;  // values per token
+    for (size_t r = 0; r < files.size(); ++r) {
+      const std::vector<double> v = checked_data(files[r], lse);
+      if (coarseness(files[r].header.dtype) > coarseness(c.dtype)) c.dtype = files[r].header.dtype;
+      const bool shard = files.size() > 1;
+      const std::vector<index_t> pos = shard ? part.indices(static_cast<index_t>(r)) : std::vector<index_t>();
+      const index_t ntok = shard ? s.n : s.S;
+      for (index_t l = 0; l < ntok; ++l) {
+        const index_t g = shard ? pos[static_cast<size_t>(l)] : l;
+        if (lse)  // (h, ntok) -> (S, h, 1)
+          for (index_t i = 0; i < s.h; ++i) c.x.at(g, i, 0) = v[static_cast<size_t>(i * ntok + l)];
+        else
+          std::copy(v.begin() + l * row, v.begin() + (l + 1) * row, c.x.token(g));
+      }
+    }
+  }
+  return data;
+}
+
+}  // namespace cplab

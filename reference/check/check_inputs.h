@@ -1,0 +1,62 @@
+// check_inputs.h: the files `cplab check` reads: another implementation's inputs and outputs.
+//
+// What it is: CheckData, the inputs (Q, K, V and optional dO, global token order) and the claimed
+// outputs (O, LSE, dQ, dK, dV) of another CP implementation, every one placed in global token order
+// and held as an (S, heads, dim) tensor (LSE as (S, heads, 1)), with the file(s) and dtype it came
+// from; load_check_data reads them for a CpSpec and checks every rule, naming the file and the rule:
+//   --inputs DIR     q.npy (S, h, d), k.npy (S, hk, d), v.npy (S, hk, dv), optional do.npy (S, h, dv)
+//   --outputs DIR    o.npy (S, h, dv) [required], lse.npy (h, S), dq.npy (S, h, d), dk.npy (S, hk, d),
+//                    dv.npy (S, hk, dv) in global order, or per-rank shards rank{r}/o.npy (S/P, h, dv),
+//                    rank{r}/lse.npy (h, S/P), ... in rank r's local order (the layout's
+//                    Partition::indices(r) are their global positions), one file per rank 0..P-1;
+//                    dq, dk, dv come all three or not at all, and need do.npy
+//   dtypes           float16 '<f2', bfloat16 ('<V2' as ml_dtypes saves it), float32, float64 (run/npy.h)
+//   values           finite (NaN and inf refused, in inputs and outputs), except -inf in LSE (a row
+//                    that sees no key)
+// S is the packed total after padding when --cu-seqlens is given (padding tokens are rows of the
+// files too). Every header is read and checked before any data.
+// What it is not: the comparison (error_map.h) or the sizes' own rules (modes/cp_spec.h).
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "modes/cp_spec.h"
+#include "run/experiment.h"
+#include "run/npy.h"
+
+namespace cplab {
+
+// the outputs a check compares, in this order everywhere (reports, error maps, JSON)
+enum class CheckTensor : int { o = 0, lse = 1, dq = 2, dk = 3, dv = 4 };
+inline constexpr int kCheckTensors = 5;
+inline constexpr std::array<CheckTensor, kCheckTensors> kAllCheckTensors = {
+    CheckTensor::o, CheckTensor::lse, CheckTensor::dq, CheckTensor::dk, CheckTensor::dv};
+const char* tensor_label(CheckTensor t);  // "O", "LSE", "dQ", "dK", "dV"
+const char* tensor_key(CheckTensor t);    // "o", "lse", "dq", "dk", "dv" (file stems, JSON keys)
+inline int idx(CheckTensor t) { return static_cast<int>(t); }
+
+// one claimed output, in global token order
+struct ClaimedTensor {
+  bool present = false;
+  NpyDtype dtype = NpyDtype::f8;  // the least precise of its files
+  std::string source;             // "DIR/o.npy" or "DIR/rank{0..7}/o.npy"
+  Tensor3<double> x;              // (S, heads, dim); LSE: (S, h, 1)
+};
+
+struct CheckData {
+  Inputs in;                        // q, k, v (global order, double); dout empty without do.npy
+  std::string inputs_dir, outputs_dir;
+  std::array<NpyDtype, 4> input_dtypes{};  // q, k, v, do
+  std::array<ClaimedTensor, kCheckTensors> out;
+  bool backward() const { return out[idx(CheckTensor::dq)].present; }
+};
+
+// the (S, h, 1) LSE tensor of an (h, S) Rows, and back
+Tensor3<double> lse_tensor(const Rows<double>& lse);
+
+// Reads and checks every file for spec (cplab::Error naming the file and the rule); the headers of
+// all of them first, then the data.
+CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);
+
+}  // namespace cplab

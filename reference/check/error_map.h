@@ -1,0 +1,77 @@
+// error_map.h: where a claimed output differs from the reference, and by how much is too much.
+//
+// What it is:
+//   tolerances    the error each output may have, by the dtype it was saved in (the file's, or
+//                 the least precise of its shards): float64 1e-10 (cplab's double runs, observed
+//                 ~1e-15); float32 O, LSE 1e-5 and dQ, dK, dV 1e-4; float16 O 4e-3, LSE 1e-4,
+//                 gradients 1e-2; bfloat16 O 2e-2, LSE 1e-4, gradients 5e-2 (README "Numerics" and
+//                 cuda/README.md's GPU tolerances); an LSE saved in a half type gets that type's O
+//                 tolerance. CheckLevel: one set of tolerances, the outputs' own dtypes first, then
+//                 looser "what if it was computed or merged in float32 / bfloat16" levels.
+//   Chunks        the layout's chunks of each rank: zigzag 2 (global chunks r and 2P-1-r),
+//                 contiguous and striped 1; packed sequences: a rank's chunk gathers its part of
+//                 every sequence. chunk_of[g] = the chunk (0 or 1) of token g on its rank.
+//   ErrorMap      per output x rank x chunk x head: max |x - ref| over the cell's tokens and dims,
+//                 divided by max |ref| over the whole output (rel_error.h's metric, cut into cells:
+//                 the largest cell is the output's error). LSE is compared on real tokens only
+//                 (padding has no LSE); -inf on both sides is equal, any other non-finite pair +inf.
+//   cell_diff     that metric's numerator over any token set, for the hypotheses (hypotheses.h)
+// What it is not: the reference (run/experiment.h dense_reference) or the diagnosis (hypotheses.h).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/check_inputs.h"
+
+namespace cplab {
+
+struct CheckLevel {
+  std::string name;  // "the outputs' dtypes", "float32", "float16", "bfloat16", or "--tolerance"
+  std::array<double, kCheckTensors> tol{};
+};
+
+// the tolerance of output t saved as dtype
+double dtype_tolerance(CheckTensor t, NpyDtype dtype);
+// the levels a check tries, tightest first: the outputs' own tolerances (every one = tolerance when
+// given), then float32's and bfloat16's where looser (a tensor keeps its own tolerance where that is
+// looser still)
+std::vector<CheckLevel> check_levels(const std::array<ClaimedTensor, kCheckTensors>& out, std::optional<double> tolerance);
+
+struct Chunks {
+  index_t per_rank = 1;
+  std::vector<int> chunk_of;    // [S]: the chunk of token g on its rank
+  std::vector<index_t> rank_of;  // [S]: the rank holding token g (spec.partition())
+  // label of rank r's chunk c: "chunk 3" (zigzag: the global chunk number), "all" otherwise
+  std::string label(index_t r, index_t c, index_t P) const;
+};
+Chunks layout_chunks(const CpSpec& spec);
+
+// the largest |x - ref| over tokens (all when null) of x and ref (same shape), with rel_error.h's
+// convention (-inf = -inf is equal; other non-finite pairs: +inf); real_only: skip padding tokens
+double cell_diff(const Tensor3<double>& x, const Tensor3<double>& ref, const std::vector<index_t>* tokens,
+                 const Packing* real_only);
+// max |ref| over the finite values of ref (real tokens only when real_only); 1 when that is 0
+double ref_scale(const Tensor3<double>& ref, const Packing* real_only);
+
+struct ErrorMap {
+  index_t ranks = 0, chunks = 0;
+  std::array<index_t, kCheckTensors> heads{};        // 0: output not given
+  std::array<std::vector<double>, kCheckTensors> v;  // [(rank * chunks + chunk) * heads + head]
+  double at(CheckTensor t, index_t r, index_t c, index_t i) const {
+    return v[idx(t)][static_cast<size_t>((r * chunks + c) * heads[idx(t)] + i)];
+  }
+  double max(CheckTensor t) const;  // the output's error (max over its cells)
+};
+// out: the claimed outputs; ref and scale: the reference's, per output (scale: ref_scale)
+ErrorMap error_map(const CpSpec& spec, const Chunks& chunks, const std::array<ClaimedTensor, kCheckTensors>& out,
+                   const std::array<const Tensor3<double>*, kCheckTensors>& ref, const std::array<double, kCheckTensors>& scale);
+
+// "where the error lives": for each output whose error is above tol, the cells above it, as lines
+// such as "dK: 16 of 32 cells above 1e-04: ranks 0-7, chunk 1 of each rank, heads 0-1; worst 1.2e+00
+// at rank 3 chunk 12 head 1"
+std::vector<std::string> where_lines(const ErrorMap& m, const Chunks& chunks, const std::array<double, kCheckTensors>& tol);
+
+}  // namespace cplab

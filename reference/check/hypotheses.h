@@ -1,0 +1,97 @@
+// hypotheses.h: named faults of CP implementations, each tested against the numbers.
+//
+// What it is: a Hypothesis is a fault ("dK and dV swapped", "KV head i % kv_heads", "ring step 2
+// missing", ...) turned into a prediction of every output: the reference's own value (the fault
+// leaves it alone), a faulted value (a transform of the reference outputs, or attention recomputed
+// under the faulted rule, at every token or at sampled rows / keys), or "not checked" (the fault
+// changes it in a way not modelled, e.g. the gradients after a forward-only fault). evaluate()
+// compares the claimed outputs with the prediction, with the error map's metric (error_map.h). A
+// hypothesis explains the outputs at a level when every checked output is within that level's
+// tolerance of its prediction and the fault is visible at that level (it moves some output by more
+// than the tolerance: a fault the numbers cannot tell from "no fault" is never reported).
+// The catalogue (priority: lower = more specific, reported first among equals):
+//   faults_transform.cpp  10 tokens in another layout's order; 20-29 dK / dV swapped, summed,
+//                         shifted by a rank (and the public ring package's mix-up); 70 LSE in base 2;
+//                         90 padding tokens not zero
+//   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
+//                         50 causal mask off by one; 60 softmax scale; 71 LSE without the max;
+//                         80 a ring step missing or doubled in O / LSE (p2p)
+// and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
+// "equivalent within float32's (bfloat16's ...) tolerance".
+// What it is not: faults to inject (tests/check_faults.h makes those, independently, for the
+// tests), or a mode: nothing here runs a CP algorithm.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "check/error_map.h"
+
+namespace cplab {
+
+enum class PredKind { reference, faulted, unchecked };
+
+struct Prediction {
+  PredKind kind = PredKind::reference;
+  std::vector<index_t> tokens;  // faulted: the tokens x holds, in x's order (empty: every token)
+  Tensor3<double> x;            // faulted: (tokens or S, heads, dim)
+};
+
+struct Hypothesis {
+  std::string id, name;  // "kv_head_mod", "KV head map i % kv_heads instead of i / (heads / kv_heads)"
+  int priority = 0;
+  std::string method;    // how the prediction was made, for the report
+  std::array<Prediction, kCheckTensors> pred;
+};
+
+struct HypothesisResult {
+  std::string id, name, method;
+  int priority = 0;
+  std::array<PredKind, kCheckTensors> kind{};
+  std::array<double, kCheckTensors> err{};    // claimed vs prediction / max|ref| (NaN: not checked or absent)
+  std::array<double, kCheckTensors> fault{};  // prediction vs reference / max|ref| (how far the fault moves it)
+  std::array<index_t, kCheckTensors> compared{};  // tokens compared (0: every token)
+  int level = -1;  // the tightest level (index into the check's levels) it explains; -1: none
+  int unchecked() const;  // outputs given but not checked under it
+};
+
+// everything the hypotheses read: the spec, the files, the reference and the check's levels
+struct CheckContext {
+  const CpSpec& spec;
+  const CheckData& data;
+  std::array<Tensor3<double>, kCheckTensors> ref;  // the reference outputs (LSE (S, h, 1)); empty if not given
+  std::array<double, kCheckTensors> scale{};       // max|ref| per output (error_map.h ref_scale)
+  std::array<double, kCheckTensors> base_err{};    // claimed vs reference (the error map's maxima)
+  std::vector<CheckLevel> levels;
+  Chunks chunks;
+  std::vector<index_t> rows, keys;  // sampled tokens (sorted) for the recomputed hypotheses
+  std::vector<HypothesisResult> results;
+  std::vector<std::string> skipped;  // families not tested: every output they would change matches the reference
+
+  bool present(CheckTensor t) const { return data.out[idx(t)].present; }
+  // output t was given and differs from the reference beyond its tolerance
+  bool wrong(CheckTensor t) const { return present(t) && !(base_err[idx(t)] <= levels[0].tol[idx(t)]); }
+  // whether the hypotheses of a family that change only the outputs ts are worth testing: some of ts
+  // is wrong (a fault that moves only right outputs cannot explain anything); if not, it is skipped
+  bool worth(std::initializer_list<CheckTensor> ts, const std::string& family) {
+    for (CheckTensor t : ts)
+      if (wrong(t)) return true;
+    skipped.push_back(family);
+    return false;
+  }
+  HypothesisResult evaluate(const Hypothesis& h) const;
+  HypothesisResult& add(const Hypothesis& h) { return results.emplace_back(evaluate(h)); }
+};
+
+// per_chunk real tokens of every rank's chunk, evenly spaced with its first and last, and the
+// first token of every sequence, sorted
+std::vector<index_t> sample_tokens(const CpSpec& spec, const Chunks& chunks, index_t per_chunk);
+// the reference's prediction of output t at `tokens` (a faulted prediction equal to the reference)
+Prediction reference_at(const CheckContext& c, CheckTensor t, const std::vector<index_t>& tokens);
+
+void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
+void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
+
+}  // namespace cplab

@@ -1,0 +1,60 @@
+// sampled_attention.h: attention recomputed on chosen query rows or key columns, under the true
+// rule or a faulted one, for the hypotheses of cplab check (hypotheses.h).
+//
+// What it is: AttnRule (the softmax scale, a causal mask shifted by one key either way, and the
+// KV head of each query head: i / (h / hk) as PyTorch and cplab map it, or i % hk), the mask it
+// gives between any query positions and sorted key positions (packed sequences: same sequence, real
+// keys), and four recomputations in double, each the tested kernel of core/attention_kernel.h run
+// on gathered tokens with that mask (no new arithmetic):
+//   forward_at    O and LSE of some query rows over all keys or a sorted subset of them (a ring
+//                 step's KV block: its partial result)
+//   score_max_at  the largest score scale * q.k each row sees (an LSE computed without the max)
+//   dq_at         dQ of some rows, from those rows' O and LSE (what the backward reads)
+//   dkv_at        dK and dV of some keys: the contributions of the given queries (all of them: the
+//                 whole gradient; one rank's: its share before the cross-rank reduction)
+// Rows and keys are global token positions; results are (rows, heads, dim), LSE (rows, heads, 1).
+// What it is not: a CP mode, or fast: the cost is rows x keys, so callers pass samples.
+#pragma once
+
+#include <vector>
+
+#include "core/mask.h"
+#include "modes/cp_spec.h"
+#include "run/experiment.h"
+
+namespace cplab {
+
+struct AttnRule {
+  double scale = 0;       // the softmax scale used
+  int causal_shift = 0;   // causal masks only: key k visible to query q iff k <= q + shift (0: the true mask)
+  bool head_mod = false;  // query head i reads KV head i % hk instead of i / (h / hk)
+};
+AttnRule true_rule(const CpSpec& spec);  // scale spec.scale(), no shift, i / (h / hk)
+
+// the global keys query g sees under rule (its sequence's real keys; causal: up to g + shift)
+KeyRange visible_keys(const CpSpec& spec, const AttnRule& rule, index_t g);
+// the ranges mask between query positions q (any order) and sorted key positions k under rule
+Mask rule_mask(const CpSpec& spec, const AttnRule& rule, const std::vector<index_t>& q, const std::vector<index_t>& k);
+
+// the tokens of x (n, h, d) at positions, in that order
+Tensor3<double> gather(const Tensor3<double>& x, const std::vector<index_t>& positions);
+
+struct RowsOut {
+  Tensor3<double> o;    // (rows, h, dv)
+  Tensor3<double> lse;  // (rows, h, 1); -inf for a row that sees no key
+};
+// keys: sorted positions, or null for all keys
+RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
+                   const std::vector<index_t>* keys = nullptr);
+Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows);
+// fwd: O and LSE of `rows` (forward_at's, or the reference's gathered)
+Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
+                      const RowsOut& fwd);
+struct KeyGrads {
+  Tensor3<double> dk, dv;  // (keys, hk, d), (keys, hk, dv)
+};
+// the contributions of `queries` (their O and LSE in fwd) to dK, dV at the sorted positions `keys`
+KeyGrads dkv_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& queries,
+                const RowsOut& fwd, const std::vector<index_t>& keys);
+
+}  // namespace cplab

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""check_cli.py: `cplab check` end to end (run by ctest as `check_cli`).
+
+Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [README.md]
+
+1. Outputs that `cplab run --out-dir` writes (float64 and float32 runs, and bfloat16 copies written
+   as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
+   "equivalent" (exit 0), in global order and as per-rank shards; packed sequences with padding too.
+2. Faulty copies made with a few lines of numpy (dK and dV swapped; the public ring package's dK/dV
+   mix-up, as rank shards; padding not zero) are "NOT equivalent" naming the fault (exit 1); --json
+   carries the verdict and the full error map (output x rank x chunk x head).
+3. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
+   unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
+4. With README.md: the worked example of its `cplab check` section runs as written (bash, cplab and
+   /usr/bin/python3 first on PATH) and prints the output the README quotes: every line but the time
+   line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
+   whether each is above its tolerance may not).
+Needs numpy (Debian's python3-numpy, i.e. /usr/bin/python3).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+CPLAB, SCRATCH = sys.argv[1], sys.argv[2]
+README = sys.argv[3] if len(sys.argv) > 3 else None
+shutil.rmtree(SCRATCH, ignore_errors=True)
+os.makedirs(SCRATCH)
+failures = []
+S, H, HK, D, P = 64, 8, 2, 16, 4
+SPEC = ["--mode", "p2p", "--cp", str(P), "--layout", "zigzag", "--causal"]
+
+
+def path(*names):
+    return os.path.join(SCRATCH, *names)
+
+
+def run(*args):
+    return subprocess.run([CPLAB, *args], capture_output=True, text=True, timeout=300)
+
+
+def check(name, args, rc, first=None, needle=None):
+    p = run("check", *args)
+    line = p.stdout.split("\n", 1)[0]
+    if p.returncode != rc or (first is not None and line != first) or (needle is not None and needle not in p.stderr):
+        failures.append(f"{name}: cplab check {' '.join(args)}\n  exit {p.returncode} (want {rc}), first line {line!r}"
+                        f" (want {first!r}), stderr {p.stderr.strip()!r} (want {needle!r})")
+    return p
+
+
+def to_bf16(x):
+    """float values as bfloat16 bits (round to nearest even), as a '<V2' array: what np.save writes for ml_dtypes.bfloat16"""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return b.view("V2")
+
+
+def zigzag_indices(r, n=S, p=P):
+    c = n // (2 * p)
+    return list(range(r * c, (r + 1) * c)) + list(range((2 * p - 1 - r) * c, (2 * p - r) * c))
+
+
+# ---- inputs, and correct outputs from cplab run ------------------------------------------------
+rng = np.random.default_rng(21)
+os.makedirs(path("in"))
+inputs = {"q": (S, H, D), "k": (S, HK, D), "v": (S, HK, D), "do": (S, H, D)}
+for name, shape in inputs.items():
+    np.save(path("in", name + ".npy"), rng.uniform(-1, 1, shape))
+files = ["--q", path("in", "q.npy"), "--k", path("in", "k.npy"), "--v", path("in", "v.npy"), "--do", path("in", "do.npy")]
+for dtype, out in (("double", "out64"), ("float", "out32")):
+    p = run("run", *SPEC, "--backward", "--dtype", dtype, *files, "--out-dir", path(out))
+    if p.returncode != 0:
+        sys.exit(f"cplab run --dtype {dtype} failed: {p.stderr}")
+IN = ["--inputs", path("in")]
+check("float64 equivalent", [*SPEC, *IN, "--outputs", path("out64")], 0, "equivalent")
+check("float32 equivalent", [*SPEC, *IN, "--outputs", path("out32")], 0, "equivalent")
+
+# bfloat16 copies of O, dQ, dK, dV (LSE stays float32, as kernels keep it)
+os.makedirs(path("out_bf16"))
+for name in ("o", "dq", "dk", "dv"):
+    np.save(path("out_bf16", name + ".npy"), to_bf16(np.load(path("out32", name + ".npy"))))
+shutil.copy(path("out32", "lse.npy"), path("out_bf16", "lse.npy"))
+if np.load(path("out_bf16", "o.npy")).dtype.str not in ("|V2", "<V2"):
+    failures.append("the bfloat16 test file is not a 2-byte void array")
+check("bfloat16 equivalent", [*SPEC, *IN, "--outputs", path("out_bf16")], 0, "equivalent")
+p = check("bfloat16 json", [*SPEC, *IN, "--outputs", path("out_bf16"), "--json"], 0)
+j = json.loads(p.stdout)
+if j["outputs"]["o"]["dtype"] != "bfloat16" or j["outputs"]["o"]["tolerance"] != 2e-2 or j["outputs"]["lse"]["tolerance"] != 1e-5:
+    failures.append(f"bfloat16 json: outputs {j['outputs']}")
+
+# bfloat16 inputs: cplab run reads them, and so does cplab check
+os.makedirs(path("in_bf16"))
+for name in inputs:
+    np.save(path("in_bf16", name + ".npy"), to_bf16(np.load(path("in", name + ".npy"))))
+bf_files = [x.replace(path("in"), path("in_bf16")) for x in files]
+p = run("run", *SPEC, "--backward", *bf_files, "--out-dir", path("out_in_bf16"))
+if p.returncode != 0:
+    failures.append(f"cplab run on bfloat16 inputs failed: {p.stderr}")
+check("bfloat16 inputs equivalent", [*SPEC, "--inputs", path("in_bf16"), "--outputs", path("out_in_bf16")], 0, "equivalent")
+
+# per-rank shards (each rank's local zigzag order) of the float64 outputs
+out = {n: np.load(path("out64", n + ".npy")) for n in ("o", "lse", "dq", "dk", "dv")}
+for r in range(P):
+    os.makedirs(path("shards", f"rank{r}"))
+    for n, x in out.items():
+        # (a column slice is Fortran-ordered: cplab reads C order only, as its message says)
+        np.save(path("shards", f"rank{r}", n + ".npy"), np.ascontiguousarray(x[:, zigzag_indices(r)]) if n == "lse" else x[zigzag_indices(r)])
+check("rank shards equivalent", [*SPEC, *IN, "--outputs", path("shards")], 0, "equivalent")
+# shards cut as contiguous slices while --layout says zigzag
+n = S // P
+for r in range(P):
+    os.makedirs(path("shards_contiguous", f"rank{r}"))
+    for name, x in out.items():
+        piece = np.ascontiguousarray(x[:, r * n:(r + 1) * n]) if name == "lse" else x[r * n:(r + 1) * n]
+        np.save(path("shards_contiguous", f"rank{r}", name + ".npy"), piece)
+check("shards in contiguous order", [*SPEC, *IN, "--outputs", path("shards_contiguous")], 1,
+      "NOT equivalent: tokens out of order: the rank{r} shards hold the contiguous layout's tokens, not the zigzag layout's (--layout)")
+
+# ---- faults made with numpy --------------------------------------------------------------------
+shutil.copytree(path("out64"), path("swapped"))
+np.save(path("swapped", "dk.npy"), out["dv"])
+np.save(path("swapped", "dv.npy"), out["dk"])
+check("dK, dV swapped", [*SPEC, *IN, "--outputs", path("swapped")], 1, "NOT equivalent: dK and dV swapped")
+
+# the public ring package's bug, as the ranks would save it: dK_r = (dK + dV)_r, dV_r = (dK + dV)_{r+1}
+s = out["dk"] + out["dv"]
+for r in range(P):
+    np.save(path("shards", f"rank{r}", "dk.npy"), s[zigzag_indices(r)])
+    np.save(path("shards", f"rank{r}", "dv.npy"), s[zigzag_indices((r + 1) % P)])
+ring = "NOT equivalent: dK and dV mixed up as in a ring backward: dK = dK + dV of the same rank, dV = dK + dV of rank r+1"
+check("ring mix-up", [*SPEC, *IN, "--outputs", path("shards")], 1, ring)
+p = check("ring mix-up json", [*SPEC, *IN, "--outputs", path("shards"), "--json"], 1)
+j = json.loads(p.stdout)
+m = j["error_map"]
+if j["verdict"] != ring or j["equivalent"] or j["diagnosis"][0]["id"] != "dkv:ring_mixup" or not j["diagnosis"][0]["explains"]:
+    failures.append(f"ring mix-up json: verdict {j['verdict']!r}, first {j['diagnosis'][0]}")
+if m["ranks"] != P or m["chunks_per_rank"] != 2 or len(m["outputs"]["dk"]["values"]) != P or \
+        any(len(c) != 2 or any(len(hh) != HK for hh in c) for c in m["outputs"]["dk"]["values"]) or \
+        len(m["outputs"]["o"]["values"][0][0]) != H or m["chunk_labels"][1] != ["chunk 1", "chunk 6"]:
+    failures.append(f"ring mix-up json: error map shape {m['ranks']} x {m['chunks_per_rank']}, labels {m['chunk_labels']}")
+if max(max(max(c) for c in r) for r in m["outputs"]["dk"]["values"]) <= 1e-10 or \
+        max(max(max(c) for c in r) for r in m["outputs"]["o"]["values"]) > 1e-10:
+    failures.append("ring mix-up json: the error map does not put the error in dK only")
+
+# packed sequences with padding, and padding that is not zero
+PACK = ["--mode", "p2p", "--cp", "2", "--layout", "zigzag", "--causal", "--cu-seqlens", "0,10,34,39", "--pad"]
+os.makedirs(path("in_packed"))
+for name, shape in inputs.items():
+    np.save(path("in_packed", name + ".npy"), rng.uniform(-1, 1, (44,) + shape[1:]))
+pk_files = [x.replace(path("in"), path("in_packed")) for x in files]
+p = run("run", *PACK, "--backward", *pk_files, "--out-dir", path("out_packed"))
+if p.returncode != 0:
+    failures.append(f"cplab run packed failed: {p.stderr}")
+check("packed equivalent", [*PACK, "--inputs", path("in_packed"), "--outputs", path("out_packed")], 0, "equivalent")
+shutil.copytree(path("out_packed"), path("padding"))
+o = np.load(path("padding", "o.npy"))
+o[10:12] = 0.5  # tokens 10, 11: the padding of sequence 0 (10 real tokens padded to 12)
+np.save(path("padding", "o.npy"), o)
+check("padding not zero", [*PACK, "--inputs", path("in_packed"), "--outputs", path("padding")], 1,
+      "NOT equivalent: padding tokens hold non-zero outputs (every real token is right; padding must give O = 0 and zero gradients)")
+
+# ---- bad input: exit 2, the file and the rule named, nothing written ---------------------------
+def bad(name, folder, edit, needle, extra=(), inputs_dir=None):
+    d = path("bad_" + name)
+    shutil.copytree(path(folder), d)
+    edit(d)
+    before = sorted(os.walk(SCRATCH))
+    check("bad input: " + name, [*SPEC, "--inputs", inputs_dir or path("in"), "--outputs", d, *extra], 2, "", needle)
+    if sorted(os.walk(SCRATCH)) != before:
+        failures.append(f"bad input {name}: cplab check wrote something")
+
+
+bad("missing_o", "out64", lambda d: os.remove(os.path.join(d, "o.npy")), "o.npy is missing")
+bad("missing_dv", "out64", lambda d: os.remove(os.path.join(d, "dv.npy")),
+    "dv.npy is missing: the gradients dq.npy, dk.npy and dv.npy are checked all three together")
+bad("wrong_shape", "out64", lambda d: np.save(os.path.join(d, "dk.npy"), np.zeros((S, HK, D - 1))),
+    "dk.npy: has shape (64, 2, 15) but the spec needs (64, 2, 16) = (seq, kv-heads, head-dim)")
+bad("lse_shape", "out64", lambda d: np.save(os.path.join(d, "lse.npy"), np.zeros((S, H))),
+    "lse.npy: has shape (64, 8) but the spec needs (8, 64) = (heads, seq)")
+
+
+def nan(d):
+    x = np.load(os.path.join(d, "o.npy"))
+    x[3, 2, 1] = np.nan
+    np.save(os.path.join(d, "o.npy"), x)
+
+
+bad("nan", "out64", nan, "o.npy: element [3, 2, 1] is NaN; cplab check compares finite values only")
+bad("inf", "out64", lambda d: np.save(os.path.join(d, "dq.npy"), np.full((S, H, D), np.inf)), "dq.npy: element [0, 0, 0] is +inf")
+bad("int_dtype", "out64", lambda d: np.save(os.path.join(d, "o.npy"), np.zeros((S, H, D), dtype=np.int32)),
+    "o.npy: dtype '<i4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')")
+bad("shard_missing", "shards", lambda d: os.remove(os.path.join(d, "rank2", "o.npy")),
+    "rank2/o.npy is missing: per-rank shards need one file per rank 0-3 (cp 4)")
+bad("shard_extra_rank", "shards", lambda d: shutil.copytree(os.path.join(d, "rank0"), os.path.join(d, "rank4")),
+    "rank4/o.npy exists but cp is 4 (ranks 0-3)")
+bad("global_and_shards", "shards", lambda d: shutil.copy(path("out64", "o.npy"), os.path.join(d, "o.npy")),
+    "both exist: give O either in global order or as per-rank shards, not both")
+bad("tolerance_zero", "out64", lambda d: None, "--tolerance 0 must be in (0, 1)", ["--tolerance", "0"])
+# inputs
+os.makedirs(path("in_no_do"))
+for name in ("q", "k", "v"):
+    shutil.copy(path("in", name + ".npy"), path("in_no_do", name + ".npy"))
+bad("gradients_without_do", "out64", lambda d: None, "do.npy is missing: the gradients in", inputs_dir=path("in_no_do"))
+os.makedirs(path("in_no_v"))
+shutil.copy(path("in", "q.npy"), path("in_no_v", "q.npy"))
+shutil.copy(path("in", "k.npy"), path("in_no_v", "k.npy"))
+bad("missing_v", "out64", lambda d: None, "v.npy is missing: --inputs needs q.npy, k.npy and v.npy", inputs_dir=path("in_no_v"))
+check("heads disagree", [*SPEC, "--heads", "4", *IN, "--outputs", path("out64")], 2, "", "q.npy: Q has heads 8 but 4 was given")
+check("cu_seqlens not the tokens", [*PACK, *IN, "--outputs", path("out64")], 2, "",
+      "q.npy has 64 tokens but --cu-seqlens 0,10,34,39 with --pad packs 44 (padded): the files must hold the packed tokens")
+check("seq not a multiple", ["--mode", "p2p", "--cp", "3", "--layout", "zigzag", *IN, "--outputs", path("out64")], 2, "",
+      "seq 64 is not a multiple of 2*cp = 6")
+check("no --outputs", [*SPEC, *IN], 2, "", "--outputs is required")
+check("outputs not a folder", [*SPEC, *IN, "--outputs", path("in", "q.npy")], 2, "", "q.npy: not a directory")
+p = run("check", "--help")
+if p.returncode != 0 or "Exit status: 0 equivalent, 1 not equivalent, 2 bad input" not in p.stdout:
+    failures.append(f"cplab check --help: exit {p.returncode}")
+
+# ---- the README's worked example -----------------------------------------------------------------
+if README:
+    import re
+    text = open(README, encoding="utf-8").read()
+    section = text[text.index("## `cplab check`: find the bug"):]
+    m = re.search(r"```sh\n(.*?)```.*?```\n(.*?)```", section, re.S)
+    script, quoted = m.group(1), m.group(2)
+    os.makedirs(path("readme"))
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(os.path.abspath(CPLAB)), "/usr/bin", os.environ.get("PATH", "")]))
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=path("readme"), env=env, capture_output=True, text=True, timeout=600)
+    def lines(t):
+        return [re.sub(r"\d\.\de[+-]\d+", "#", x) for x in t.rstrip("\n").split("\n") if not x.startswith("time: ")]
+    if lines(p.stdout) != lines(quoted):
+        diff = [f"  README: {a!r}\n  got:    {b!r}" for a, b in zip(lines(quoted), lines(p.stdout)) if a != b][:3]
+        failures.append(f"README example (exit {p.returncode}, stderr {p.stderr.strip()!r}) prints other lines than quoted:\n" +
+                        "\n".join(diff) + f"\n  ({len(lines(quoted))} lines quoted, {len(lines(p.stdout))} printed)")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"check_cli: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

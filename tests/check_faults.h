@@ -1,0 +1,236 @@
+// check_faults.h: faulty outputs for tests/test_check.cpp, made by transforming correct ones.
+//
+// What it is: the faults `cplab check` names, injected one at a time into the outputs of a correct
+// run: transforms of those outputs (tokens in another layout's order, dK / dV swapped, summed or
+// shifted by a rank, LSE in base 2, padding not zero, outputs rounded to float32 or bfloat16) and
+// attention recomputed under a faulted rule with scalar loops written from the definition (KV head
+// i % kv_heads, the causal mask off by one, softmax scale 1/d, LSE without the max, a ring step's
+// partial result missing or doubled, dK / dV of each rank's own queries only). Nothing here calls
+// the code under test (reference/check/): only the layouts and packings the spec defines.
+// What it is not: shipped. The library never injects a fault; tests only.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "core/dtype.h"
+#include "modes/cp_spec.h"
+#include "run/experiment.h"
+
+namespace cplab::test {
+
+// o, lse (S, h, 1), dq, dk, dv in global order (check_inputs.h's order)
+using Outs = std::array<Tensor3<double>, 5>;
+
+struct NaiveRule {
+  double scale = 0;
+  int shift = 0;          // causal: key k visible to query q iff k <= q + shift
+  bool head_mod = false;  // query head i reads KV head i % hk
+};
+
+inline bool naive_visible(const CpSpec& s, const NaiveRule& r, index_t q, index_t k) {
+  const Packing& p = s.packing();
+  if (!p.real(q) || !p.real(k) || p.seq_of(q) != p.seq_of(k)) return false;
+  return !s.causal() || k <= q + r.shift;
+}
+
+inline index_t naive_kv_head(const CpSpec& s, const NaiveRule& r, index_t i) {
+  return r.head_mod ? i % s.hk() : i / (s.h() / s.hk());
+}
+
+// O and LSE (S, h, 1) of every query over the keys `keep(q, k)` lets through (and the rule shows)
+template <class Keep>
+std::pair<Tensor3<double>, Tensor3<double>> naive_forward(const CpSpec& s, const Inputs& in, const NaiveRule& r, Keep keep) {
+  const index_t S = s.S(), h = s.h();
+  Tensor3<double> o(S, h, s.dv()), lse(S, h, 1);
+  for (index_t i = 0; i < h; ++i)
+    for (index_t q = 0; q < S; ++q) {
+      const index_t g = naive_kv_head(s, r, i);
+      std::vector<double> sc(static_cast<size_t>(S), 0.0);
+      double m = -std::numeric_limits<double>::infinity();
+      for (index_t k = 0; k < S; ++k) {
+        if (!naive_visible(s, r, q, k) || !keep(q, k)) continue;
+        double dot = 0;
+        for (index_t e = 0; e < s.d(); ++e) dot += in.q.at(q, i, e) * in.k.at(k, g, e);
+        sc[static_cast<size_t>(k)] = r.scale * dot;
+        m = std::max(m, r.scale * dot);
+      }
+      if (m == -std::numeric_limits<double>::infinity()) {
+        lse.at(q, i, 0) = m;
+        continue;
+      }
+      double l = 0;
+      for (index_t k = 0; k < S; ++k)
+        if (naive_visible(s, r, q, k) && keep(q, k)) {
+          const double p = std::exp(sc[static_cast<size_t>(k)] - m);
+          l += p;
+          for (index_t e = 0; e < s.dv(); ++e) o.at(q, i, e) += p * in.v.at(k, g, e);
+        }
+      for (index_t e = 0; e < s.dv(); ++e) o.at(q, i, e) /= l;
+      lse.at(q, i, 0) = m + std::log(l);
+    }
+  return {o, lse};
+}
+
+// dQ, dK, dV from the O and LSE the backward reads, over the pairs keep(q, k) lets through
+template <class Keep>
+void naive_backward(const CpSpec& s, const Inputs& in, const NaiveRule& r, const Tensor3<double>& o, const Tensor3<double>& lse,
+                    Keep keep, Tensor3<double>& dq, Tensor3<double>& dk, Tensor3<double>& dv) {
+  const index_t S = s.S(), h = s.h();
+  dq = Tensor3<double>(S, h, s.d()), dk = Tensor3<double>(S, s.hk(), s.d()), dv = Tensor3<double>(S, s.hk(), s.dv());
+  for (index_t i = 0; i < h; ++i)
+    for (index_t q = 0; q < S; ++q) {
+      const index_t g = naive_kv_head(s, r, i);
+      const double L = lse.at(q, i, 0);
+      if (!std::isfinite(L)) continue;
+      double D = 0;
+      for (index_t e = 0; e < s.dv(); ++e) D += in.dout.at(q, i, e) * o.at(q, i, e);
+      for (index_t k = 0; k < S; ++k) {
+        if (!naive_visible(s, r, q, k) || !keep(q, k)) continue;
+        double dot = 0, dp = 0;
+        for (index_t e = 0; e < s.d(); ++e) dot += in.q.at(q, i, e) * in.k.at(k, g, e);
+        for (index_t e = 0; e < s.dv(); ++e) dp += in.dout.at(q, i, e) * in.v.at(k, g, e);
+        const double p = std::exp(r.scale * dot - L), ds = p * (dp - D);
+        for (index_t e = 0; e < s.dv(); ++e) dv.at(k, g, e) += p * in.dout.at(q, i, e);
+        for (index_t e = 0; e < s.d(); ++e) {
+          dq.at(q, i, e) += r.scale * ds * in.k.at(k, g, e);
+          dk.at(k, g, e) += r.scale * ds * in.q.at(q, i, e);
+        }
+      }
+    }
+}
+
+inline auto keep_all() {
+  return [](index_t, index_t) { return true; };
+}
+
+// every output recomputed under a faulted rule (forward and backward alike)
+inline Outs rule_outputs(const CpSpec& s, const Inputs& in, const NaiveRule& r, bool backward) {
+  auto [o, lse] = naive_forward(s, in, r, keep_all());
+  Outs out{o, lse, {}, {}, {}};
+  if (backward) naive_backward(s, in, r, o, lse, keep_all(), out[2], out[3], out[4]);
+  return out;
+}
+
+// the tokens of x at positions, in that order
+inline Tensor3<double> gather_tokens(const Tensor3<double>& x, const std::vector<index_t>& positions) {
+  Tensor3<double> y(static_cast<index_t>(positions.size()), x.h, x.d);
+  for (size_t a = 0; a < positions.size(); ++a)
+    std::copy(x.token(positions[a]), x.token(positions[a]) + x.h * x.d, y.token(static_cast<index_t>(a)));
+  return y;
+}
+
+// the outputs with rank r's buffer holding layout `held`'s tokens, placed at layout `placed`'s positions
+inline Outs layout_order(const CpSpec& s, const Outs& base, Layout held, Layout placed) {
+  const Partition ph(held, s.partition().cu_padded(), s.P()), pp(placed, s.partition().cu_padded(), s.P());
+  Outs out = base;
+  for (index_t r = 0; r < s.P(); ++r) {
+    const std::vector<index_t> from = ph.indices(r), to = pp.indices(r);
+    for (Tensor3<double>& x : out) {
+      if (x.n == 0) continue;
+      const Tensor3<double>& b = base[static_cast<size_t>(&x - out.data())];
+      for (size_t l = 0; l < from.size(); ++l) std::copy(b.token(from[l]), b.token(from[l]) + b.h * b.d, x.token(to[l]));
+    }
+  }
+  return out;
+}
+
+// dK' = ak * dK + bk * dV of rank r + shift_k, dV' = av * dK + bv * dV of rank r + shift_v
+inline Outs dkv_mix(const CpSpec& s, const Outs& base, double ak, double bk, index_t shift_k, double av, double bv, index_t shift_v) {
+  Outs out = base;
+  const Partition& part = s.partition();
+  const index_t P = s.P();
+  for (index_t r = 0; r < P; ++r) {
+    const std::vector<index_t> mine = part.indices(r);
+    const std::vector<index_t> kr = part.indices(((r + shift_k) % P + P) % P), vr = part.indices(((r + shift_v) % P + P) % P);
+    for (size_t l = 0; l < mine.size(); ++l)
+      for (index_t e = 0; e < base[3].h * base[3].d; ++e) {
+        out[3].token(mine[l])[e] = ak * base[3].token(kr[l])[e] + bk * base[4].token(kr[l])[e];
+        out[4].token(mine[l])[e] = av * base[3].token(vr[l])[e] + bv * base[4].token(vr[l])[e];
+      }
+  }
+  return out;
+}
+
+// dK and dV of each rank's own queries only (no cross-rank reduction)
+inline Outs own_queries(const CpSpec& s, const Inputs& in, const Outs& base) {
+  const Partition& part = s.partition();
+  auto same_rank = [&](index_t q, index_t k) { return part.owner(q).rank == part.owner(k).rank; };
+  Outs out = base;
+  Tensor3<double> dq;
+  naive_backward(s, in, NaiveRule{s.scale(), 0, false}, base[0], base[1], same_rank, dq, out[3], out[4]);
+  return out;
+}
+
+// O and LSE with ring step `step`'s partial result counted `weight` times (0: missing, 2: doubled)
+inline Outs ring_step(const CpSpec& s, const Inputs& in, const Outs& base, index_t step, int weight) {
+  const Partition& part = s.partition();
+  const index_t P = s.P(), S = s.S(), h = s.h();
+  std::vector<std::pair<Tensor3<double>, Tensor3<double>>> partial;
+  for (index_t j = 0; j < P; ++j)
+    partial.push_back(naive_forward(s, in, NaiveRule{s.scale(), 0, false}, [&](index_t, index_t k) { return part.owner(k).rank == j; }));
+  Outs out = base;
+  out[0] = Tensor3<double>(S, h, s.dv());
+  for (index_t q = 0; q < S; ++q) {
+    const index_t r = part.owner(q).rank, js = ((r - step) % P + P) % P;
+    for (index_t i = 0; i < h; ++i) {
+      double l = 0;  // in units of exp(0): fine at these sizes (|scores| < head_dim)
+      std::vector<double> acc(static_cast<size_t>(s.dv()), 0.0);
+      for (index_t j = 0; j < P; ++j) {
+        const double L = partial[static_cast<size_t>(j)].second.at(q, i, 0);
+        if (!std::isfinite(L)) continue;
+        const double w = (j == js ? weight : 1) * std::exp(L);
+        l += w;
+        for (index_t e = 0; e < s.dv(); ++e) acc[static_cast<size_t>(e)] += w * partial[static_cast<size_t>(j)].first.at(q, i, e);
+      }
+      out[1].at(q, i, 0) = l > 0 ? std::log(l) : -std::numeric_limits<double>::infinity();
+      for (index_t e = 0; e < s.dv(); ++e) out[0].at(q, i, e) = l > 0 ? acc[static_cast<size_t>(e)] / l : 0.0;
+    }
+  }
+  return out;
+}
+
+// LSE minus each row's largest visible score
+inline Outs lse_without_max(const CpSpec& s, const Inputs& in, const Outs& base) {
+  Outs out = base;
+  const NaiveRule r{s.scale(), 0, false};
+  for (index_t q = 0; q < s.S(); ++q)
+    for (index_t i = 0; i < s.h(); ++i) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (index_t k = 0; k < s.S(); ++k) {
+        if (!naive_visible(s, r, q, k)) continue;
+        double dot = 0;
+        for (index_t e = 0; e < s.d(); ++e) dot += in.q.at(q, i, e) * in.k.at(k, naive_kv_head(s, r, i), e);
+        m = std::max(m, r.scale * dot);
+      }
+      if (std::isfinite(m)) out[1].at(q, i, 0) -= m;
+    }
+  return out;
+}
+
+// every value of the listed outputs rounded to t (float32: t = f32)
+inline Outs rounded(const Outs& base, DType t, std::array<bool, 5> which) {
+  Outs out = base;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (which[k])
+      for (double& x : out[k].data)
+        if (std::isfinite(x)) x = round_to(x, t);
+  return out;
+}
+
+// random values on the padding tokens of O, dQ, dK, dV
+inline Outs padding_garbage(const CpSpec& s, const Outs& base) {
+  Outs out = base;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (size_t k : {0u, 2u, 3u, 4u})
+    for (index_t g = 0; g < s.S(); ++g)
+      if (out[k].n > 0 && !s.packing().real(g))
+        for (index_t e = 0; e < out[k].h * out[k].d; ++e) out[k].token(g)[e] = u(rng);
+  return out;
+}
+
+}  // namespace cplab::test

@@ -1,0 +1,264 @@
+// test_check.cpp: `cplab check`'s library (reference/check/) names every fault it knows.
+//
+// What it is: for CP runs of every mode (p2p zigzag / contiguous / striped, all-gather, a2a), GQA
+// (8 heads over 2 KV heads) and packed sequences (cu_seqlens with padding), the run's own outputs are
+// checked unfaulted (the verdict must be "equivalent") and then with each fault of
+// tests/check_faults.h injected alone: the diagnosis must name that fault first. The table of cases
+// and diagnoses is printed (MESSAGE). Also: per-rank shards read from files and placed by the
+// layout, the rules of the files, the error map's cells and the tolerance levels.
+// What it is not: the command line (tests/check_cli.py runs `cplab check` end to end).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "check/check.h"
+#include "check_faults.h"
+#include "core/rel_error.h"
+#include "core/util.h"
+#include "run/npy.h"
+
+namespace cplab::test {
+
+namespace {
+
+struct Config {
+  std::string name;
+  CpFields f;
+};
+
+CpFields fields(Mode mode, Layout layout, index_t cp, index_t seq, bool causal) {
+  CpFields f;
+  f.mode = mode, f.layout = layout, f.cp = cp, f.seq = seq, f.causal = causal;
+  f.heads = 8, f.kv_heads = 2, f.head_dim = 16;
+  return f;
+}
+
+std::vector<Config> configs() {
+  CpFields packed = fields(Mode::p2p, Layout::zigzag, 2, 0, true);
+  packed.cu_seqlens = {0, 10, 34, 39};
+  packed.pad = true;
+  return {
+      {"p2p zigzag causal cp 4 seq 256", fields(Mode::p2p, Layout::zigzag, 4, 256, true)},
+      {"p2p contiguous causal cp 4 seq 64", fields(Mode::p2p, Layout::contiguous, 4, 64, true)},
+      {"p2p striped causal cp 4 seq 64", fields(Mode::p2p, Layout::striped, 4, 64, true)},
+      {"p2p zigzag non-causal cp 4 seq 64", fields(Mode::p2p, Layout::zigzag, 4, 64, false)},
+      {"allgather zigzag causal cp 4 seq 64", fields(Mode::allgather, Layout::zigzag, 4, 64, true)},
+      {"a2a zigzag causal cp 2 seq 64", fields(Mode::a2a, Layout::zigzag, 2, 64, true)},
+      {"p2p zigzag causal cp 2 packed 0,10,34,39 --pad", packed},
+  };
+}
+
+// the claimed outputs of `outs`, saved as `dtype`
+CheckData claimed(const Inputs& in, const Outs& outs, NpyDtype dtype) {
+  CheckData d;
+  d.in = in;
+  d.inputs_dir = d.outputs_dir = "(test)";
+  for (int t = 0; t < kCheckTensors; ++t) {
+    d.out[sz(t)].present = outs[sz(t)].n > 0;
+    d.out[sz(t)].dtype = dtype;
+    d.out[sz(t)].source = "(test)";
+    d.out[sz(t)].x = outs[sz(t)];
+  }
+  return d;
+}
+
+std::string fmt4(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", x);
+  return b;
+}
+
+struct Fault {
+  std::string name;
+  std::function<Outs()> make;
+  std::string expect_id;     // the first hypothesis's id ("" : the verdict must be "equivalent")
+  NpyDtype dtype = NpyDtype::f8;
+  std::string expect_level;  // "" : explained at the outputs' own tolerance
+  Fault(std::string n, std::function<Outs()> m, std::string id, NpyDtype t = NpyDtype::f8, std::string level = "")
+      : name(std::move(n)), make(std::move(m)), expect_id(std::move(id)), dtype(t), expect_level(std::move(level)) {}
+};
+
+}  // namespace
+
+TEST_CASE("check: every injected fault is named first, and correct outputs are equivalent") {
+  std::ostringstream table;
+  table << "\n" << "configuration                                   | injected fault                      | cplab check's verdict\n";
+  int cases = 0, named = 0;
+  for (const Config& cfg : configs()) {
+    RunSpec rs;
+    rs.cp = CpSpec(cfg.f);
+    rs.backward = true;
+    rs.seed = 11;
+    const CpSpec& s = rs.cp;
+    const Inputs in = make_inputs(rs);
+    const RunReport run = run_experiment(rs, in);
+    const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+    const index_t P = s.P();
+    const Layout held = s.layout() == Layout::contiguous ? Layout::striped : s.layout();
+    std::vector<Fault> faults = {
+        {"none", [&] { return base; }, ""},
+        {"rank buffers concatenated (" + to_string(held) + ")", [&] { return layout_order(s, base, held, Layout::contiguous); },
+         "layout_order:" + to_string(held) + "_placed_as_contiguous"},
+        {"KV head i % kv_heads", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 0, true}, true); }, "kv_head_mod"},
+        {"dK, dV swapped", [&] { return dkv_mix(s, base, 0, 1, 0, 1, 0, 0); }, "dkv:swapped"},
+        {"ring package dK/dV mix-up", [&] { return dkv_mix(s, base, 1, 1, 0, 1, 1, 1); }, "dkv:ring_mixup"},
+        {"dK = dK + dV", [&] { return dkv_mix(s, base, 1, 1, 0, 0, 1, 0); }, "dkv:dk_sum"},
+        {"dK, dV both dK + dV", [&] { return dkv_mix(s, base, 1, 1, 0, 1, 1, 0); }, "dkv:both_sum"},
+        {"dK, dV of rank r+1", [&] { return dkv_mix(s, base, 1, 0, 1, 0, 1, 1); }, "dkv:shift_next"},
+        {"dK, dV own queries only", [&] { return own_queries(s, in, base); }, "dkv_no_reduction"},
+        {"softmax scale 1/d", [&] { return rule_outputs(s, in, NaiveRule{1.0 / static_cast<double>(s.d()), 0, false}, true); },
+         "scale:" + fmt4(1.0 / static_cast<double>(s.d()))},
+        {"LSE in base 2",
+         [&] {
+           Outs o = base;
+           for (double& x : o[1].data) x /= std::log(2.0);
+           return o;
+         },
+         "lse_base2"},
+        {"LSE without the max", [&] { return lse_without_max(s, in, base); }, "lse_without_max"},
+        {"float32 results saved as float64", [&] { return rounded(base, DType::f32, {true, true, true, true, true}); }, "none",
+         NpyDtype::f8, "float32"},
+        {"bf16 O, dQ, dK, dV saved as float32",
+         [&] { return rounded(rounded(base, DType::bf16, {true, false, true, true, true}), DType::f32, {false, true, false, false, false}); },
+         "none", NpyDtype::f4, "bfloat16"},
+    };
+    if (s.causal()) {
+      faults.push_back({"causal k <= q + 1", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 1, false}, true); }, "causal_plus_one"});
+      faults.push_back({"causal k < q", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), -1, false}, true); }, "causal_minus_one"});
+    }
+    if (s.mode() == Mode::p2p) {
+      faults.push_back({"ring step " + num(P - 1) + " missing", [&] { return ring_step(s, in, base, P - 1, 0); },
+                        "ring_step_missing:" + num(P - 1)});
+      faults.push_back({"ring step 1 doubled", [&] { return ring_step(s, in, base, 1, 2); }, "ring_step_doubled:1"});
+    }
+    if (s.packing().has_padding()) faults.push_back({"padding not zero", [&] { return padding_garbage(s, base); }, "padding_not_zero"});
+
+    for (const Fault& fault : faults) {
+      CAPTURE(cfg.name);
+      CAPTURE(fault.name);
+      const CheckReport r = run_check(s, claimed(in, fault.make(), fault.dtype));
+      const HypothesisResult& best = r.hypotheses.front();
+      std::string got = r.verdict;
+      bool ok;
+      if (fault.expect_id.empty()) {
+        ok = r.equivalent && r.verdict == "equivalent";
+      } else {
+        ok = !r.equivalent && best.id == fault.expect_id && best.level >= 0 &&
+             (fault.expect_level.empty() ? best.level == 0 : r.levels[sz(best.level)].name == fault.expect_level);
+        if (!ok) got += "   [first: " + best.id + ", expected " + fault.expect_id + "]";
+        const size_t more = r.explaining().size() - 1;
+        if (more > 0) got += "  (+" + std::to_string(more) + " more explain it)";
+      }
+      CHECK_MESSAGE(ok, got);
+      CHECK(r.exit_status() == (fault.expect_id.empty() ? 0 : 1));
+      ++cases, named += ok ? 1 : 0;
+      char line[512];
+      std::snprintf(line, sizeof line, "%-47s | %-35s | %s\n", cfg.name.c_str(), fault.name.c_str(), got.c_str());
+      table << line;
+    }
+  }
+  table << cases << " cases, " << named << " named as injected\n";
+  MESSAGE(table.str());
+}
+
+TEST_CASE("check: the error map's cells are rel_error cut per rank, chunk and head, and chunks follow the layout") {
+  RunSpec rs;
+  rs.cp = CpSpec(fields(Mode::p2p, Layout::zigzag, 4, 64, true));
+  rs.backward = true;
+  const Inputs in = make_inputs(rs);
+  const RunReport run = run_experiment(rs, in);
+  Outs outs{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+  outs[3].at(5, 1, 2) += 0.5;  // one element of dK, token 5 (rank 0, chunk 0), KV head 1
+  const CheckReport r = run_check(rs.cp, claimed(in, outs, NpyDtype::f8));
+  CHECK(r.chunks.per_rank == 2);
+  CHECK(r.chunks.label(1, 0, 4) == "chunk 1");
+  CHECK(r.chunks.label(1, 1, 4) == "chunk 6");
+  CHECK(r.map.heads[idx(CheckTensor::dk)] == 2);
+  const DenseReference ref = dense_reference(rs, in.q, in.k, in.v, in.dout);
+  CHECK(r.map.max(CheckTensor::dk) == doctest::Approx(rel_error(outs[3], ref.dk)).epsilon(1e-12));
+  CHECK(r.map.at(CheckTensor::dk, 0, 0, 1) > 1e-3);
+  for (index_t rk = 0; rk < 4; ++rk)
+    for (index_t c = 0; c < 2; ++c)
+      for (index_t i = 0; i < 2; ++i)
+        if (rk != 0 || c != 0 || i != 1) CHECK(r.map.at(CheckTensor::dk, rk, c, i) < 1e-12);
+  REQUIRE(r.where.size() == 1);
+  CHECK(r.where[0].rfind("dK: 1 of 16 cells above 1.0e-10: ranks 0, first chunk only (global chunk r), heads 1; worst", 0) == 0);
+  CHECK(r.verdict == "NOT equivalent: no known fault explains it");
+  // levels: float64 outputs get float32's and bfloat16's after their own; float32 ones only bfloat16's
+  std::array<ClaimedTensor, kCheckTensors> f4{};
+  for (ClaimedTensor& c : f4) c.present = true, c.dtype = NpyDtype::f4;
+  const std::vector<CheckLevel> l4 = check_levels(f4, std::nullopt);
+  REQUIRE(l4.size() == 2);
+  CHECK(l4[0].tol[idx(CheckTensor::o)] == 1e-5);
+  CHECK(l4[0].tol[idx(CheckTensor::dk)] == 1e-4);
+  CHECK(l4[1].name == "bfloat16");
+  CHECK(l4[1].tol[idx(CheckTensor::lse)] == 1e-4);
+  CHECK(dtype_tolerance(CheckTensor::lse, NpyDtype::bf16) == 2e-2);  // an LSE saved in bfloat16
+  CHECK(check_levels(f4, 1e-3)[0].tol[idx(CheckTensor::lse)] == 1e-3);
+}
+
+TEST_CASE("check: per-rank shards are placed by the layout, and the files' rules name the file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cplab_test_check_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  RunSpec rs;
+  rs.cp = CpSpec(fields(Mode::allgather, Layout::striped, 4, 32, true));
+  rs.backward = true;
+  const CpSpec& s = rs.cp;
+  const Inputs in = make_inputs(rs);
+  const RunReport run = run_experiment(rs, in);
+  auto save = [](const fs::path& p, const Tensor3<double>& x) { npy_write(p.string(), {x.n, x.h, x.d}, x.data.data()); };
+  save(dir / "in/q.npy", in.q), save(dir / "in/k.npy", in.k), save(dir / "in/v.npy", in.v), save(dir / "in/do.npy", in.dout);
+  const Outs outs{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+  for (index_t r = 0; r < 4; ++r) {
+    const fs::path rd = dir / "out" / ("rank" + num(r));
+    fs::create_directories(rd);
+    const std::vector<index_t> pos = s.partition().indices(r);
+    for (int t = 0; t < kCheckTensors; ++t) {
+      const Tensor3<double> x = gather_tokens(outs[sz(t)], pos);
+      if (t == 1) {  // LSE shard: (heads, local tokens)
+        std::vector<double> v(sz(x.h * x.n));
+        for (index_t i = 0; i < x.h; ++i)
+          for (index_t l = 0; l < x.n; ++l) v[sz(i * x.n + l)] = x.at(l, i, 0);
+        npy_write((rd / "lse.npy").string(), {x.h, x.n}, v.data());
+      } else {
+        save(rd / (std::string(tensor_key(static_cast<CheckTensor>(t))) + ".npy"), x);
+      }
+    }
+  }
+  const CheckData data = load_check_data(s, (dir / "in").string(), (dir / "out").string());
+  CHECK(data.out[idx(CheckTensor::dk)].source == (dir / "out" / "rank{0..3}" / "dk.npy").string());
+  CHECK(run_check(s, data).verdict == "equivalent");
+  auto error = [&] {
+    try {
+      load_check_data(s, (dir / "in").string(), (dir / "out").string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  fs::remove(dir / "out/rank2/dv.npy");
+  CHECK(error() == (dir / "out/rank2/dv.npy").string() + " is missing: per-rank shards need one file per rank 0-3 (cp 4)");
+  save(dir / "out/rank2/dv.npy", Tensor3<double>(8, 2, 15));
+  CHECK(error() == (dir / "out/rank2/dv.npy").string() + ": has shape (8, 2, 15) but the spec needs (8, 2, 16) = (seq / cp, kv-heads, v-head-dim)");
+  save(dir / "out/rank2/dv.npy", gather_tokens(outs[4], s.partition().indices(2)));
+  save(dir / "out/o.npy", outs[0]);
+  CHECK(error() == (dir / "out/o.npy").string() + " and " + (dir / "out/rank0/o.npy").string() +
+                       " both exist: give O either in global order or as per-rank shards, not both");
+  fs::remove(dir / "out/o.npy");
+  fs::remove(dir / "in/do.npy");
+  CHECK(error() == (dir / "in/do.npy").string() + " is missing: the gradients in " + (dir / "out").string() +
+                       " can only be checked with the dO they were computed from");
+  Tensor3<double> q = in.q;
+  q.at(3, 1, 0) = NAN;
+  save(dir / "in/q.npy", q);
+  save(dir / "in/do.npy", in.dout);
+  CHECK(error() == (dir / "in/q.npy").string() + ": element [3, 1, 0] is NaN; cplab check compares finite values only (NaN and infinities are refused)");
+  fs::remove_all(dir);
+}
+
+}  // namespace cplab::test
