@@ -65,6 +65,8 @@ Scene build_view(const AppState& a, const ViewState& vs, float W, float H) {
     s.width = W, s.height = H, s.title = std::move(title);
     return s;
   };
+  if (v == "check")
+    return a.check_ok ? check_view(a.check, vs, W, H) : nothing("no check report: start cplab-viz with --check-report FILE (a `cplab check --json` file)");
   if (v == "scheduler") return a.sched_ok ? scheduler_view(a.sched, vs, W, H) : nothing("no schedule: " + a.sched_error);
   if (!a.run_ok) return nothing("no run: " + a.run_error);
   if (v == "ownership") return ownership_view(a.run, vs, W, H);
@@ -102,6 +104,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else if (v == "ring") panel_ring(app);
     else if (v == "masks") panel_masks(app);
     else if (v == "scheduler") panel_scheduler(app);
+    else if (v == "check") ImGui::TextWrapped("the error heat map of %s (cplab check --json)", app.check_ok ? app.check.source.c_str() : "no report");
     else panel_timeline(app);
     ImGui::End();
   }

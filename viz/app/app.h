@@ -21,6 +21,8 @@ struct AppState {
   SchedModel sched;
   std::string run_error, sched_error;  // the rule the last edit broke (the previous model stays shown)
   bool run_ok = false, sched_ok = false;
+  CheckModel check;  // the check view's report (--check-report)
+  bool check_ok = false;
   int view = 0;  // index into view_names()
   ViewState vs;
   bool playing = false;

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     app.vs.zoom0 = L.zoom0;
     if (L.run) app.run = std::move(*L.run), app.run_ok = true;
     if (L.sched) app.sched = std::move(*L.sched), app.sched_ok = true;
+    if (L.check) app.check = std::move(*L.check), app.check_ok = true;
     app.lesson = L.lesson, app.page = L.page;  // --lesson: the pane above the canvas (panel_lesson.cpp)
     if (L.bench > 0) {
       app.controls = true;

@@ -43,7 +43,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   long long seed = 0;
   cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as cplab: the last one wins
   cli.add_flag("--headless", L.headless, "render one view to --out FILE.png and exit (under xvfb-run without a display)");
-  cli.add_option("--view", view, "ownership | ring | masks | scheduler | timeline")->capture_default_str();
+  cli.add_option("--view", view, "ownership | ring | masks | scheduler | timeline | check")->capture_default_str();
   cli.add_option("--out", L.out, "PNG file (with --headless)");
   cli.add_option("--size", size, "window / image size WIDTHxHEIGHT")->capture_default_str();
   cli.add_option("--scene-json", L.scene_json,
@@ -91,6 +91,8 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--gpus-per-node", perf.gpus_per_node, "timeline: GPUs per node (the intra link inside, the inter link across);\n"
                                                         "cp must fill whole nodes, as in cplab plan")->capture_default_str();
   cli.add_option("--tau-us", perf.tau_us, "timeline: fixed cost per tile in microseconds")->capture_default_str();
+  std::string check_report;
+  cli.add_option("--check-report", check_report, "check view: a `cplab check --json` report (its error heat map)");
   cli.add_option("--ranks", p.ranks, "scheduler: ranks")->capture_default_str();
   cli.add_option("--max-seqlen-per-rank", p.max_per_rank, "scheduler: tokens per rank")->capture_default_str();
   cli.add_option("--lengths", p.lengths, "scheduler: the batch")->capture_default_str();
@@ -111,7 +113,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
 
   const auto names = view_names();
   const auto it = std::find(names.begin(), names.end(), view);
-  require(it != names.end(), "--view " + view + " is not one of: ownership, ring, masks, scheduler, timeline");
+  require(it != names.end(), "--view " + view + " is not one of: ownership, ring, masks, scheduler, timeline, check");
   L.view = static_cast<int>(it - names.begin());
   require(phase == "fwd" || phase == "bwd", "--phase " + phase + " is not fwd or bwd");
   require(seed >= 0, "--seed " + std::to_string(seed) + " must be >= 0");
@@ -135,6 +137,12 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
 
   // build the models the view needs; a broken rule ends here with its message
+  require(check_report.empty() || view == "check", "--check-report is for --view check");
+  if (view == "check") {
+    require(!check_report.empty(), "--view check needs --check-report FILE (the output of cplab check --json)");
+    L.check = CheckModel::load(check_report);
+    return L;
+  }
   if (view == "scheduler") {
     L.sched = SchedModel::build(p);
     return L;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "check_model.h"
 #include "model.h"
 
 namespace cplab::viz {
@@ -25,6 +26,7 @@ struct VizLaunch {
   index_t zoom0 = 0;        // ownership view: first token of the zoom strip
   std::optional<RunModel> run;      // built when the view draws a run
   std::optional<SchedModel> sched;  // built for the scheduler view
+  std::optional<CheckModel> check;  // read for the check view (--check-report)
   int W = 1280, H = 720;    // --size
   bool headless = false, controls = false;
   std::string out;          // --headless: the PNG

@@ -9,7 +9,7 @@
 namespace cplab::viz {
 
 const std::vector<std::string>& view_names() {
-  static const std::vector<std::string> names = {"ownership", "ring", "masks", "scheduler", "timeline"};
+  static const std::vector<std::string> names = {"ownership", "ring", "masks", "scheduler", "timeline", "check"};
   return names;
 }
 

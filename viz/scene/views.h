@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/mask.h"
+#include "check_model.h"
 #include "model.h"
 #include "scene.h"
 
@@ -30,6 +31,8 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H);
 Scene masks_view(const RunModel& m, const ViewState& v, float W, float H);
 Scene scheduler_view(const SchedModel& m, const ViewState& v, float W, float H);
 Scene timeline_view(const RunModel& m, const ViewState& v, float W, float H);
+// a `cplab check --json` report: the error heat map per output x rank's chunk x head (check_model.h)
+Scene check_view(const CheckModel& m, const ViewState& v, float W, float H);
 
 // the names accepted by --view, in menu order
 const std::vector<std::string>& view_names();

@@ -1,0 +1,34 @@
+// check_model.h: a `cplab check --json` report, read for cplab-viz's check view (the error heat map).
+//
+// What it is: CheckModel, the parts of the report the heat map draws: the verdict, the first
+// hypothesis that explains the error (if any), the "where the error lives" lines, and per output
+// (o, lse, dq, dk, dv) its error map (values[rank][chunk][head] = max |x - ref| / max |ref| over
+// the cell, null for infinite) with its tolerance and the chunk labels. load() reads the file with
+// every field checked, naming the file and the field it finds wrong.
+// What it is not: the check itself (reference/check/, app/cmd_check.cpp writes the report) or a
+// drawing (view_check.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cplab::viz {
+
+struct CheckModel {
+  std::string source;  // the file
+  std::string verdict, explained_by;  // explained_by: the first hypothesis that explains it ("": none)
+  std::vector<std::string> where;
+  int ranks = 0, chunks = 0;
+  std::vector<std::vector<std::string>> chunk_labels;  // [rank][chunk]
+  struct Output {
+    std::string name;  // "o", "lse", "dq", "dk", "dv"
+    int heads = 0;
+    double tolerance = 0;
+    std::vector<double> v;  // [(rank * chunks + chunk) * heads + head], +inf for null
+    double at(int r, int c, int h, int chunks) const { return v[static_cast<size_t>((r * chunks + c) * heads + h)]; }
+  };
+  std::vector<Output> outputs;
+  static CheckModel load(const std::string& path);  // throws cplab::Error
+};
+
+}  // namespace cplab::viz
