@@ -183,6 +183,9 @@ if VIZ:
     viz = dict(tool=VIZ, prefix="cplab-viz: error: ")
     bench = ["--bench-frames", "1"]
     case("viz_trace_directory", ["--view", "timeline", "--trace", vizdir] + bench, needle="directory", **viz)
+    case("viz_check_no_report", ["--view", "check"] + bench, needle="--view check needs --check-report", **viz)
+    case("viz_check_report_directory", ["--view", "check", "--check-report", vizdir] + bench, needle="directory", **viz)
+    case("viz_check_report_other_view", ["--view", "ring", "--check-report", vizdir] + bench, needle="--check-report is for --view check", **viz)
     case("viz_dist_directory", ["--view", "scheduler", "--dist", vizdir] + bench, needle="directory", **viz)
     case("viz_schedule_json_directory", ["--view", "scheduler", "--schedule-json", vizdir] + bench, needle="directory", **viz)
     case("viz_trace_cp_huge", ["--view", "timeline", "--trace", big_cp] + bench, needle="cp", **viz)
