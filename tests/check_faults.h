@@ -10,6 +10,7 @@
 // What it is not: shipped. The library never injects a fault; tests only.
 #pragma once
 
+#include <optional>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -29,11 +30,17 @@ struct NaiveRule {
   double scale = 0;
   int shift = 0;          // causal: key k visible to query q iff k <= q + shift
   bool head_mod = false;  // query head i reads KV head i % hk
+  int window_shift = 0;   // a sliding window of W + window_shift keys
 };
 
 inline bool naive_visible(const CpSpec& s, const NaiveRule& r, index_t q, index_t k) {
   const Packing& p = s.packing();
   if (!p.real(q) || !p.real(k) || p.seq_of(q) != p.seq_of(k)) return false;
+  const std::optional<index_t> w = s.fields().window;  // written out here, not read from mask_rule.h
+  if (w && *w > 0) {
+    const index_t W = *w + r.window_shift;
+    if (s.causal() ? q - k >= W : (q - k >= W || k - q >= W)) return false;
+  }
   return !s.causal() || k <= q + r.shift;
 }
 

@@ -36,6 +36,11 @@ CpFields fields(Mode mode, Layout layout, index_t cp, index_t seq, bool causal) 
   return f;
 }
 
+CpFields windowed(CpFields f, index_t w) {
+  f.window = w;
+  return f;
+}
+
 std::vector<Config> configs() {
   CpFields packed = fields(Mode::p2p, Layout::zigzag, 2, 0, true);
   packed.cu_seqlens = {0, 10, 34, 39};
@@ -43,6 +48,7 @@ std::vector<Config> configs() {
   return {
       {"p2p zigzag causal cp 4 seq 256", fields(Mode::p2p, Layout::zigzag, 4, 256, true)},
       {"p2p contiguous causal cp 4 seq 64", fields(Mode::p2p, Layout::contiguous, 4, 64, true)},
+      {"p2p zigzag causal window 9 cp 4 seq 64", windowed(fields(Mode::p2p, Layout::zigzag, 4, 64, true), 9)},
       {"p2p striped causal cp 4 seq 64", fields(Mode::p2p, Layout::striped, 4, 64, true)},
       {"p2p zigzag non-causal cp 4 seq 64", fields(Mode::p2p, Layout::zigzag, 4, 64, false)},
       {"allgather zigzag causal cp 4 seq 64", fields(Mode::allgather, Layout::zigzag, 4, 64, true)},
@@ -128,6 +134,10 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
     if (s.causal()) {
       faults.push_back({"causal k <= q + 1", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 1, false}, true); }, "causal_plus_one"});
       faults.push_back({"causal k < q", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), -1, false}, true); }, "causal_minus_one"});
+    }
+    if (s.rule().window > 1) {
+      faults.push_back({"window W + 1", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 0, false, 1}, true); }, "window_plus_one"});
+      faults.push_back({"window W - 1", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 0, false, -1}, true); }, "window_minus_one"});
     }
     if (s.mode() == Mode::p2p) {
       faults.push_back({"ring step " + num(P - 1) + " missing", [&] { return ring_step(s, in, base, P - 1, 0); },

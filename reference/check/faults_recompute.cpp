@@ -118,6 +118,15 @@ void rule_faults(CheckContext& c) {
     r.causal_shift = -1;
     rule_fault(c, r, "causal_minus_one", "causal mask off by one: query q sees keys k < q (not itself; a sequence's first token sees nothing)", 51);
   }
+  if (s.rule().window > 1) {  // the window one key too wide (FlashAttention's window_size (W, 0) for W keys) or narrow
+    const std::string w = num(s.rule().window);
+    AttnRule r = truth;
+    r.window_shift = 1;
+    rule_fault(c, r, "window_plus_one", "sliding window off by one: W + 1 = " + num(s.rule().window + 1) + " keys instead of " + w +
+                                            " (window_size (W, 0) where (W - 1, 0) is meant)", 52);
+    r.window_shift = -1;
+    rule_fault(c, r, "window_minus_one", "sliding window off by one: W - 1 = " + num(s.rule().window - 1) + " keys instead of " + w, 53);
+  }
   const double d = static_cast<double>(s.d());
   const std::pair<double, std::string> scales[] = {
       {1.0 / d, "1/d = " + fmt(1.0 / d)}, {1.0 / std::sqrt(d), "1/sqrt(d) = " + fmt(1.0 / std::sqrt(d))}, {1.0, "1 (no scale)"}};

@@ -14,7 +14,7 @@
 //                         shifted by a rank (and the public ring package's mix-up); 70 LSE in base 2;
 //                         90 padding tokens not zero
 //   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
-//                         50 causal mask off by one; 60 softmax scale; 71 LSE without the max;
+//                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale; 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
 // "equivalent within float32's (bfloat16's ...) tolerance".

@@ -63,7 +63,9 @@ KeyRange visible_keys(const CpSpec& spec, const AttnRule& rule, index_t g) {
   const index_t s = pk.seq_of(g), start = pk.cu_seqlens_padded[sz(s)], end = start + pk.length(s);
   // the run's rule (mask_rule.h: causal, window, chunk) over positions in the sequence; a causal
   // shift moves the run's last key (the off-by-one faults)
-  const KeyRange kr = spec.rule().keys(g - start, end - start);
+  PositionRule pr = spec.rule();
+  if (pr.window > 0) pr.window += rule.window_shift;
+  const KeyRange kr = pr.keys(g - start, end - start);
   if (!spec.causal()) return {start + kr.lo, start + kr.hi};
   return {start + kr.lo, std::clamp<index_t>(start + kr.hi + rule.causal_shift, start, end)};
 }

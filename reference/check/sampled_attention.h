@@ -27,6 +27,7 @@ namespace cplab {
 struct AttnRule {
   double scale = 0;       // the softmax scale used
   int causal_shift = 0;   // causal masks only: key k visible to query q iff k <= q + shift (0: the true mask)
+  int window_shift = 0;   // sliding windows only: a window of W + shift keys instead of W (0: the true mask)
   bool head_mod = false;  // query head i reads KV head i % hk instead of i / (h / hk)
 };
 AttnRule true_rule(const CpSpec& spec);  // scale spec.scale(), no shift, i / (h / hk)
