@@ -20,29 +20,12 @@
 #include "plan/planner.h"
 #include "plan/trace_plan.h"
 #include "views.h"
+#include "viz_helpers.h"
 
 using namespace cplab;
 using namespace cplab::viz;
 
-namespace {
-
-VizParams run_params(Mode mode, Layout layout, index_t cp, index_t seq, bool causal = true) {
-  VizParams p;
-  p.cp.mode = mode;
-  p.cp.layout = layout;
-  p.cp.cp = cp;
-  p.cp.seq = seq;
-  p.cp.causal = causal;
-  return p;
-}
-
-int step_index(const RunModel& m, Phase ph, int step) {
-  for (size_t i = 0; i < m.steps.size(); ++i)
-    if (m.steps[i] == std::make_pair(ph, step)) return static_cast<int>(i);
-  return -1;
-}
-
-}  // namespace
+using namespace cplab::viz::test;
 
 TEST_CASE("viz ownership: every zoomed token shows its owner and local index, strips are single-rank where the layout is") {
   for (Layout l : {Layout::contiguous, Layout::zigzag, Layout::striped}) {

@@ -14,23 +14,12 @@
 #include "plan/planner.h"
 #include "plan/trace_plan.h"
 #include "views.h"
+#include "viz_helpers.h"
 
 using namespace cplab;
 using namespace cplab::viz;
 
-namespace {
-
-VizParams run_params(Mode mode, Layout layout, index_t cp, index_t seq, bool causal = true) {
-  VizParams p;
-  p.cp.mode = mode;
-  p.cp.layout = layout;
-  p.cp.cp = cp;
-  p.cp.seq = seq;
-  p.cp.causal = causal;
-  return p;
-}
-
-}  // namespace
+using namespace cplab::viz::test;
 
 TEST_CASE("viz timeline: one compute rectangle per rank and step at small sizes, planned traces are modelled") {
   const RunModel m = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));

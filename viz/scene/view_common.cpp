@@ -174,6 +174,20 @@ void draw_rank_legend(Scene& s, float x, float y, float w, int P) {
   s.text(x + 56 + static_cast<float>(P) * sw, y, "rank " + std::to_string(P - 1), kLight, "legend_text");
 }
 
+std::vector<GroupSquare> head_group_squares(Scene& s, const CpSpec& spec, float x, float y, float w, float h, const std::string& name,
+                                            const AxisOrder& o, const std::vector<std::vector<Span>>* spans, const Packing* pk) {
+  const int G = head_groups(spec);
+  std::vector<GroupSquare> out;
+  for (int g = 0; const auto& [bx, by, bs] : grid_boxes(G, x, y, w, h, G > 1 ? 14.0f : 0.0f)) {
+    out.push_back({bx, by, bs, s.panel(G > 1 ? name + ", head group " + std::to_string(g) : name, bx, by, bx + bs, by + bs)});
+    s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
+    if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(g * spec.h() / G) + ".." + std::to_string((g + 1) * spec.h() / G - 1), kLight);
+    draw_boundaries(s, bx, by, bs, spec.S(), o, spans, pk);
+    ++g;
+  }
+  return out;
+}
+
 void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim) {
   TileRec r;
   r.panel = panel;
@@ -262,15 +276,11 @@ void emit(Scene& s, const MatrixFrame& f, double k0, double q0, double k1, doubl
 }  // namespace
 
 void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq, index_t nk, const std::string& mask,
-                    Rgba fill, const std::string& tag, int rank, const std::string& info, const Mask* ranges) {
+                    Rgba fill, const std::string& tag, int rank, const std::string& info) {
   const double sx = nk > 0 ? (x1 - x0) / static_cast<double>(nk) : 0, sy = nq > 0 ? (y1 - y0) / static_cast<double>(nq) : 0;
   bool any = false;
-  if (mask == "ranges" && ranges != nullptr && nq > 0 && nk > 0 &&
-      draw_mask_rows(s, x0, y0, sx, sy, nq, nk, *ranges, fill, tag, rank, info, any) && any)
-    return;
-  if (mask == "skipped" || (mask == "ranges" && ranges != nullptr && nq <= kMaxRows)) {
-    // a cross in an outline (the outline is the tile's primitive, drawn last); a packed tile that
-    // sees no pair is drawn like a skipped one. Under 6 pixels a side: nothing (thousands of tiny
+  if (mask == "skipped") {
+    // a cross in an outline (the outline is the tile's primitive, drawn last). Under 6 pixels a side: nothing (thousands of tiny
     // outlines would only grey the panel and cost the frame its budget)
     if (x1 - x0 < 6 || y1 - y0 < 6) return;
     s.line(x0, y0, x1, y1, with_alpha(fill, 90));

@@ -77,15 +77,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
                       : spec.mode() == Mode::a2a       ? "per head group, global order"
                                                        : "per head group, ring-position order";
   s.text(x2, 2, what2, kText);
-  const auto boxes = grid_boxes(G, x2, top, side, side, G > 1 ? 14.0f : 0.0f);
-  std::vector<int> group_panel(static_cast<size_t>(G));
-  for (int h = 0; h < G; ++h) {
-    const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
-    group_panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "rank order, head group " + std::to_string(h) : "rank order", bx, by, bx + bs, by + bs);
-    s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
-    if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
-    draw_boundaries(s, bx, by, bs, S, ro, nullptr, nullptr);
-  }
+  const std::vector<GroupSquare> boxes = head_group_squares(s, spec, x2, top, side, side, "rank order", ro, nullptr, nullptr);
   std::vector<double> flops(static_cast<size_t>(P), 0);
   std::vector<std::vector<const Event*>> by_rank(static_cast<size_t>(P));
   for (const Event& e : m.trace.events()) {
@@ -97,10 +89,10 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
     for (const Event* e : by_rank[static_cast<size_t>(r)]) {
       const int h = head_group_of(spec, r);
       if (e->rows.empty() || e->cols.empty()) {  // no query or no key: nothing to draw, still a tile of the trace
-        record_tile(s, *e, group_panel[static_cast<size_t>(h)], 1, 1, s.prims.size());
+        record_tile(s, *e, boxes[static_cast<size_t>(h)].panel, 1, 1, s.prims.size());
         continue;
       }
-      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+      const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(h)];
       const double c2 = static_cast<double>(bs) / static_cast<double>(S);
       const std::string info = e->section + ", " + e->mask;
       const size_t first = s.prims.size();
@@ -110,10 +102,10 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
         draw_tile_box(s, bx, by, c2, c2, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
                       span_count(e->cols), *e, rank_color(r, P), "ordered_tile", info);
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
-      record_tile(s, *e, group_panel[static_cast<size_t>(h)], c2, c2, first);
+      record_tile(s, *e, bpanel, c2, c2, first);
     }
   for (int h = 0; h < G; ++h) {
-    const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+    const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(h)];
     if (v.mx < bx || v.mx >= bx + bs || v.my < by || v.my >= by + bs) continue;
     const index_t row = static_cast<index_t>((v.my - by) / bs * static_cast<float>(S)), col = static_cast<index_t>((v.mx - bx) / bs * static_cast<float>(S));
     auto who = [&](const AxisOrder& o, index_t i) {

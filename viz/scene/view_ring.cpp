@@ -114,21 +114,13 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     const Packing* pk = spec.thd() ? &spec.packing() : nullptr;
     const AxisOrder global{};
     const int G = head_groups(spec);
-    const auto boxes = grid_boxes(G, f.x, f.y, G > 1 ? region_w : side, side, G > 1 ? 14.0f : 0.0f);
-    std::vector<int> panel(static_cast<size_t>(G));
-    for (int h = 0; h < G; ++h) {
-      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
-      panel[static_cast<size_t>(h)] = s.panel(G > 1 ? "matrix, head group " + std::to_string(h) : "matrix", bx, by, bx + bs, by + bs);
-      s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
-      if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(h * spec.h() / G) + ".." + std::to_string((h + 1) * spec.h() / G - 1), kLight);
-      draw_boundaries(s, bx, by, bs, S, global, run_spans(m), pk);
-    }
+    const std::vector<GroupSquare> boxes = head_group_squares(s, spec, f.x, f.y, G > 1 ? region_w : side, side, "matrix", global, run_spans(m), pk);
     s.text(f.x, 2, G > 1 ? "queries down, keys across (global positions), per head group" : "queries down, keys across (global positions)",
            kLight);
     if (G == 1) draw_token_ticks(s, f.x, f.y, side, S, global);
     // one tile: its visible cells (exact when small), else the block drawing of its spans
     auto draw_tile = [&](const Event& e, Rgba c, const std::string& tag) {
-      const auto [bx, by, bs] = boxes[static_cast<size_t>(head_group_of(spec, e.rank))];
+      const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e.rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
       const std::string info = e.section + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
       if (e.mask == "skipped") {  // where the tile would be: an outline, nothing computed
@@ -140,7 +132,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
         return;
       }
       if (draw_tile_cells(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
-      if (!spec.rule().plain() && draw_tile_rule(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
+      if ((!spec.rule().plain() || spec.packed()) && draw_tile_rule(s, bx, by, cell, cell, global, global, e, spec, c, tag, info)) return;
       const MatrixFrame fb{bx, by, bs, S};
       for (const Span& r : e.rows)
         for (const Span& k : e.cols) draw_block(s, fb, r, k, spec.causal(), pk, c, tag, e.rank, info);
@@ -161,9 +153,9 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       const size_t first = s.prims.size();
       draw_tile(*e, rank_color(e->rank, P), "tile");
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
-      const auto [bx, by, bs] = boxes[static_cast<size_t>(head_group_of(spec, e->rank))];
+      const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e->rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
-      record_tile(s, *e, panel[static_cast<size_t>(head_group_of(spec, e->rank))], cell, cell, first);
+      record_tile(s, *e, bpanel, cell, cell, first);
       // the tile's kind (lesson 5's names), on each contiguous block large enough to hold it
       for (const Span& r : e->rows)
         for (const Span& k : e->cols) {
@@ -175,7 +167,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     }
     // hover: which rank computes (query, key) at this step
     for (int h = 0; h < G; ++h) {
-      const auto [bx, by, bs] = boxes[static_cast<size_t>(h)];
+      const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(h)];
       const MatrixFrame fb{bx, by, bs, S};
       const index_t q = fb.token_at(v.my - by), k = fb.token_at(v.mx - bx);
       if (q < 0 || k < 0) continue;

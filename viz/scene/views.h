@@ -86,6 +86,16 @@ bool draw_tile_cells(Scene& s, float x0, float y0, double cw, double ch, const A
 // False (nothing drawn) when the tile's rows are not one run of the row order.
 bool draw_tile_rule(Scene& s, float x0, float y0, double cw, double ch, const AxisOrder& ro, const AxisOrder& co, const Event& e,
                     const CpSpec& spec, Rgba fill, const std::string& tag, const std::string& info);
+// One framed square per head group (head_groups(spec); one when heads are not split) in a grid
+// filling w x h at (x, y), each registered as a panel named `name` (+ ", head group g"), labelled
+// with its heads, its boundaries drawn (draw_boundaries with o, spans, pk): the ring and masks
+// views' matrix squares
+struct GroupSquare {
+  float x = 0, y = 0, side = 1;
+  int panel = -1;
+};
+std::vector<GroupSquare> head_group_squares(Scene& s, const CpSpec& spec, float x, float y, float w, float h, const std::string& name,
+                                            const AxisOrder& o, const std::vector<std::vector<Span>>* spans, const Packing* pk);
 // the record of tile e drawn in `panel` with cells of cw x ch pixels (its primitives from first_prim on)
 void record_tile(Scene& s, const Event& e, int panel, double cw, double ch, size_t first_prim);
 
@@ -105,9 +115,9 @@ void draw_rank_legend(Scene& s, float x, float y, float w, int P);
 
 // draw a tile in its own coordinates: nq query rows x nk keys into the pixel box [x0, x1) x [y0, y1),
 // under the trace's mask string ("none", "causal", "causal(k)": key b visible to row a iff
-// b <= a + k; "ranges": the visible run of every row from `ranges`, the reference's token_mask of
-// the tile (thd.h), or drawn whole with a white outline when it is not given; "skipped": an outline)
+// b <= a + k; "ranges": drawn whole with a white outline, the caller having no cell-exact drawing
+// for it (draw_tile_cells, draw_tile_rule); "skipped": an outline with a cross)
 void draw_tile_mask(Scene& s, float x0, float y0, float x1, float y1, index_t nq, index_t nk, const std::string& mask,
-                    Rgba fill, const std::string& tag, int rank, const std::string& info, const Mask* ranges = nullptr);
+                    Rgba fill, const std::string& tag, int rank, const std::string& info);
 
 }  // namespace cplab::viz
