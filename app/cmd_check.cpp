@@ -1,8 +1,10 @@
 // cmd_check.cpp: `cplab check`, another CP implementation's outputs against the reference.
 //
 // What it is: the CP-layer options of cplab run (cp_options.h, the same registration and rules),
-// --inputs DIR (q.npy, k.npy, v.npy, optional do.npy), --outputs DIR (o.npy, lse.npy, dq.npy,
-// dk.npy, dv.npy, or rank{r}/ shards), --tolerance, --json; the sizes come from the input files (a
+// --inputs DIR (q.npy, k.npy, v.npy, optional do.npy; sinks.npy with --sinks unless --sink-logits
+// names the file), --outputs DIR (o.npy, lse.npy, dq.npy, dk.npy, dv.npy, optional dsinks.npy with
+// --sinks, or rank{r}/ shards), --tolerance, --json, --out FILE.png (the heat map, drawn by cplab-viz:
+// viz_render.h); the sizes come from the input files (a
 // size also given must agree, and --cu-seqlens must pack exactly the files' tokens); the run's
 // limits (memory, CPU work) are checked before any data is read. The check itself, its report and
 // JSON are reference/check/check.h's.
@@ -18,7 +20,9 @@
 #include "core/error.h"
 #include "core/util.h"
 #include "cp_options.h"
+#include "core/output_file.h"
 #include "run_files.h"
+#include "viz_render.h"
 
 namespace cplab::app {
 
@@ -26,7 +30,7 @@ namespace {
 
 struct CheckCmdOptions {
   CpOptions cp;
-  std::string inputs, outputs;
+  std::string inputs, outputs, png;
   double tolerance = 0;
   bool json = false, allow_long = false;
   CLI::Option* tolerance_opt = nullptr;
@@ -34,8 +38,6 @@ struct CheckCmdOptions {
 
 int check_action(CheckCmdOptions& o) {
   CpFields f = cp_fields(o.cp);
-  require(!f.sinks, "cplab check does not take --sinks or --sink-logits yet: it compares outputs without attention sinks "
-                    "(--window and --chunk are taken)");
   require(!o.inputs.empty(), "--inputs needs a value, got an empty string");
   require(!o.outputs.empty(), "--outputs needs a value, got an empty string");
   std::error_code ec;
@@ -54,6 +56,8 @@ int check_action(CheckCmdOptions& o) {
   header3((in / "v.npy").string(), "V", file_seq, hk, dv);
   require(seq == 0 || seq == file_seq, qp + ": has " + num(file_seq) + " tokens but --seq " + num(seq) + " was given");
   f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
+  // --sinks: the logits from --sink-logits FILE, else sinks.npy of --inputs (CpSpec checks one per head)
+  if (f.sinks && f.sink_logits.empty()) f.sink_logits = read_sink_logits(o.inputs, h);
   f.seq = f.cu_seqlens.empty() ? file_seq : 0;  // packed: the total of cu_seqlens (padded with --pad)
   const CpSpec spec(f);
   if (spec.thd())
@@ -68,13 +72,28 @@ int check_action(CheckCmdOptions& o) {
   rs.backward = std::filesystem::exists(in / "do.npy", ec);
   rs.allow_long = o.allow_long;
   validate(rs);
+  // --out: the picture is cplab-viz's; it (and a display for it) must be there before any work
+  std::string viz;
+  std::vector<std::string> prefix;
+  if (!o.png.empty()) {
+    require(o.png.size() > 4 && o.png.substr(o.png.size() - 4) == ".png", "--out " + o.png + ": the picture is a PNG file; name it FILE.png");
+    check_writable(o.png, "--out");
+    viz = find_viz();
+    prefix = headless_prefix();
+  }
   const CheckData data = load_check_data(spec, o.inputs, o.outputs);
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   CheckOptions opt;
   if (o.tolerance_opt->count() > 0) opt.tolerance = o.tolerance;
   const CheckReport r = run_check(spec, data, opt);
-  if (o.json) std::cout << check_json(r).dump(2) << "\n";
+  const std::string json = check_json(r).dump(2);
+  if (o.json) std::cout << json << "\n";
   else std::cout << check_text(r);
+  std::cout.flush();
+  if (!o.png.empty()) {
+    render_check_png(viz, prefix, json, o.png);
+    if (!o.json) std::cout << "picture: " << o.png << " (cplab-viz --view check)\n";
+  }
   return r.exit_status();
 }
 
@@ -90,12 +109,14 @@ void setup_check(CLI::App& app, int& status) {
       "lse.npy (heads, seq), dq.npy, dk.npy, dv.npy in global order, or per-rank shards rank{r}/o.npy ...\n"
       "in rank r's local order of --layout; dq, dk, dv (checked with do.npy) are optional, O is not.\n"
       "dtypes float16, bfloat16 ('<V2', as ml_dtypes saves it), float32, float64.\n"
+      "--sinks: attention sinks, the logits (heads,) from --sink-logits FILE or sinks.npy in --inputs;\n"
+      "dsinks.npy (heads,) in --outputs (or rank{r}/dsinks.npy, each rank's rows, added up) is checked too.\n"
       "The reference is dense attention in double. Error = max|x - ref| / max|ref| per output, mapped per\n"
       "rank x chunk x head; tolerance by each output's dtype: float64 1e-10; float32 O, LSE 1e-5, dQ dK dV\n"
       "1e-4; float16 O 4e-3, LSE 1e-4, grads 1e-2; bfloat16 O 2e-2, LSE 1e-4, grads 5e-2 (an LSE saved in\n"
       "a half type: its O tolerance). When they differ, named faults are tested against the numbers\n"
       "(layout order, dK/dV mix-ups, missing dK/dV reduction, KV head map, causal off by one, scale, LSE\n"
-      "base 2 or without max, a ring step missing or doubled, padding); recomputed ones at 16 sampled\n"
+      "base 2 or without max, a ring step missing or doubled, sinks counted k times, padding); recomputed ones at 16 sampled\n"
       "rows / keys per rank chunk. Errors that fit only float32's or bfloat16's tolerance read\n"
       "'equivalent within float32's tolerance only' (a float32 or bf16 computation or merge).\n"
       "First line: equivalent | NOT equivalent: <fault> | NOT equivalent: no known fault explains it.\n"
@@ -106,6 +127,8 @@ void setup_check(CLI::App& app, int& status) {
                                            "or rank0/ ... rank{cp-1}/ holding them in each rank's local order")->required();
   o->tolerance_opt = sub->add_option("--tolerance", o->tolerance, "one tolerance for every output, instead of its dtype's");
   sub->add_flag("--allow-long", o->allow_long, "check even if the reference needs more than 4 TFLOP of CPU work (minutes)");
+  sub->add_option("--out", o->png, "also draw the error heat map (output x rank's chunk x head) to FILE.png with cplab-viz's\n"
+                                   "renderer (cplab-viz beside cplab or on PATH; xvfb-run without a display)");
   sub->add_flag("--json", o->json, "print the report as JSON, with the full error map (output x rank x chunk x head)");
   sub->callback([o, &status] { status = check_action(*o); });
 }

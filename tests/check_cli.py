@@ -9,9 +9,11 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [README.md]
 2. Faulty copies made with a few lines of numpy (dK and dV swapped; the public ring package's dK/dV
    mix-up, as rank shards; padding not zero) are "NOT equivalent" naming the fault (exit 1); --json
    carries the verdict and the full error map (output x rank x chunk x head).
-3. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
+3. Attention sinks: sinks.npy (or --sink-logits) and dsinks.npy; the sink counted on every rank and
+   d s_h with the wrong sign named; --out FILE.png drawn by cplab-viz (when CPLAB_VIZ names it).
+4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
    unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
-4. With README.md: the worked example of its `cplab check` section runs as written (bash, cplab and
+5. With README.md: the worked example of its `cplab check` section runs as written (bash, cplab and
    /usr/bin/python3 first on PATH) and prints the output the README quotes: every line but the time
    line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
    whether each is above its tolerance may not).
@@ -218,6 +220,72 @@ check("outputs not a folder", [*SPEC, *IN, "--outputs", path("in", "q.npy")], 2,
 p = run("check", "--help")
 if p.returncode != 0 or "Exit status: 0 equivalent, 1 not equivalent, 2 bad input" not in p.stdout:
     failures.append(f"cplab check --help: exit {p.returncode}")
+
+# ---- attention sinks: sinks.npy among the inputs, dsinks.npy among the outputs --------------------
+os.makedirs(path("in_sinks"))
+for name in inputs:
+    shutil.copy(path("in", name + ".npy"), path("in_sinks", name + ".npy"))
+sinks = rng.uniform(-1, 1, H)
+np.save(path("in_sinks", "sinks.npy"), sinks)
+p = run("run", *SPEC, "--backward", *files, "--sink-logits", path("in_sinks", "sinks.npy"), "--out-dir", path("out_sinks"))
+if p.returncode != 0 or not os.path.exists(path("out_sinks", "dsinks.npy")):
+    sys.exit(f"cplab run --sink-logits failed: {p.stderr}")
+IN_S = ["--inputs", path("in_sinks")]
+check("sinks equivalent", [*SPEC, "--sinks", *IN_S, "--outputs", path("out_sinks")], 0, "equivalent")
+check("sinks from --sink-logits", [*SPEC, "--sink-logits", path("in_sinks", "sinks.npy"), *IN, "--outputs", path("out_sinks")], 0,
+      "equivalent")
+# the sink added on every rank: LSE_P = logaddexp(L, s + log P) with L the LSE without the sink, O scaled to match
+os.makedirs(path("sink_per_rank"))
+o, lse = np.load(path("out_sinks", "o.npy")), np.load(path("out_sinks", "lse.npy"))  # (S, H, D), (H, S)
+L = lse + np.log1p(-np.exp(sinks[:, None] - lse))
+lse_p = np.logaddexp(L, sinks[:, None] + np.log(P))
+np.save(path("sink_per_rank", "o.npy"), o * np.exp(lse - lse_p).T[:, :, None])
+np.save(path("sink_per_rank", "lse.npy"), lse_p)
+check("sink on every rank", [*SPEC, "--sinks", *IN_S, "--outputs", path("sink_per_rank")], 1,
+      "NOT equivalent: attention sink counted on every rank: cp = 4 times per row instead of once (each rank added exp(s_h) "
+      "to its result before they were combined)")
+shutil.copytree(path("out_sinks"), path("dsinks_sign"))
+np.save(path("dsinks_sign", "dsinks.npy"), -np.load(path("out_sinks", "dsinks.npy")))
+check("d s_h wrong sign", [*SPEC, "--sinks", *IN_S, "--outputs", path("dsinks_sign")], 1,
+      "NOT equivalent: d s_h with the wrong sign (+sum exp(s_h - LSE) (dO . O) instead of -)")
+p = check("sinks json", [*SPEC, "--sinks", *IN_S, "--outputs", path("dsinks_sign"), "--json"], 1)
+j = json.loads(p.stdout)
+if j["dsinks"]["ok"] or not j["dsinks"]["fault"] or len(j["sink_logits"]) != H:
+    failures.append(f"sinks json: dsinks {j.get('dsinks')}, sink_logits {j.get('sink_logits')}")
+# bad input around sinks
+check("sinks.npy without --sinks", [*SPEC, *IN_S, "--outputs", path("out64")], 2, "",
+      "sinks.npy exists but --sinks was not given")
+check("--sinks without sinks.npy", [*SPEC, "--sinks", *IN, "--outputs", path("out64")], 2, "",
+      "sinks.npy is missing: --sinks needs the sink logits")
+check("dsinks.npy without --sinks", [*SPEC, *IN, "--outputs", path("out_sinks")], 2, "", "dsinks.npy exists but --sinks was not given")
+os.makedirs(path("in_sinks_bad"))
+for name in inputs:
+    shutil.copy(path("in", name + ".npy"), path("in_sinks_bad", name + ".npy"))
+np.save(path("in_sinks_bad", "sinks.npy"), np.zeros(H + 1))
+check("sinks.npy of the wrong shape", [*SPEC, "--sinks", "--inputs", path("in_sinks_bad"), "--outputs", path("out_sinks")], 2, "",
+      "sinks.npy: holds 9 sink logits but q.npy has 8 heads")
+np.save(path("in_sinks_bad", "sinks.npy"), np.array([0, 0, np.nan, 0, 0, 0, 0, 0.0]))
+check("sinks.npy NaN", [*SPEC, "--sinks", "--inputs", path("in_sinks_bad"), "--outputs", path("out_sinks")], 2, "",
+      "sinks.npy: element [2] is NaN")
+bad("dsinks_nan", "out_sinks", lambda d: np.save(os.path.join(d, "dsinks.npy"), np.array([0, 1, np.nan, 0, 0, 0, 0, 0.0])),
+    "dsinks.npy: element [2] is NaN", ["--sinks"], inputs_dir=path("in_sinks"))
+bad("dsinks_shape", "out_sinks", lambda d: np.save(os.path.join(d, "dsinks.npy"), np.zeros((H, 1))),
+    "dsinks.npy: has shape (8, 1) but the spec needs", ["--sinks"], inputs_dir=path("in_sinks"))
+
+# ---- --out FILE.png: the heat map drawn by cplab-viz ----------------------------------------------
+bad("out_not_png", "out64", lambda d: None, "--out " + path("report.txt") + ": the picture is a PNG file", ["--out", path("report.txt")])
+VIZ = os.environ.get("CPLAB_VIZ")
+if VIZ:
+    png = path("report.png")
+    p = check("--out report.png", [*SPEC, *IN, "--outputs", path("swapped"), "--out", png], 1, "NOT equivalent: dK and dV swapped")
+    with open(png, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or int.from_bytes(head[16:20], "big") != 1200 or int.from_bytes(head[20:24], "big") != 680:
+        failures.append(f"--out report.png: not a 1200x680 PNG ({head[:24]!r})")
+    if "picture: " + png not in p.stdout:
+        failures.append("--out report.png: the report does not name the picture")
+else:
+    print("check_cli: --out FILE.png not run: no cplab-viz in this build (CPLAB_VIZ unset)")
 
 # ---- the README's worked example -----------------------------------------------------------------
 if README:

@@ -5,7 +5,9 @@
 // shifted by a rank, LSE in base 2, padding not zero, outputs rounded to float32 or bfloat16) and
 // attention recomputed under a faulted rule with scalar loops written from the definition (KV head
 // i % kv_heads, the causal mask off by one, softmax scale 1/d, LSE without the max, a ring step's
-// partial result missing or doubled, dK / dV of each rank's own queries only). Nothing here calls
+// partial result missing or doubled, dK / dV of each rank's own queries only; attention sinks
+// ignored, counted on every rank, or added to every ring partial). With sinks every fault keeps them
+// right (once per row) unless it is a sink fault. Nothing here calls
 // the code under test (reference/check/): only the layouts and packings the spec defines.
 // What it is not: shipped. The library never injects a fault; tests only.
 #pragma once
@@ -40,6 +42,11 @@ inline bool naive_visible(const CpSpec& s, const NaiveRule& r, index_t q, index_
   if (w && *w > 0) {
     const index_t W = *w + r.window_shift;
     if (s.causal() ? q - k >= W : (q - k >= W || k - q >= W)) return false;
+  }
+  const std::optional<index_t> c = s.fields().chunk;  // chunks of C positions within the sequence
+  if (c && *c > 0) {
+    const index_t st = p.cu_seqlens_padded[static_cast<size_t>(p.seq_of(q))];
+    if ((q - st) / *c != (k - st) / *c) return false;
   }
   return !s.causal() || k <= q + r.shift;
 }
@@ -110,6 +117,21 @@ void naive_backward(const CpSpec& s, const Inputs& in, const NaiveRule& r, const
     }
 }
 
+// attention sinks written out from their definition: a row whose softmax denominator holds
+// count(q) >= 0 copies of exp(s_h) (the right count is 1): with (O, L) the row's result without any
+// sink, L' = log(exp(L) + count exp(s_h)), O' = O exp(L - L'); rows that see no key stay as they are
+inline void add_sinks(const CpSpec& s, const Inputs& in, Tensor3<double>& o, Tensor3<double>& lse,
+                      const std::function<double(index_t)>& count) {
+  for (index_t q = 0; q < s.S(); ++q)
+    for (index_t i = 0; i < s.h(); ++i) {
+      const double L = lse.at(q, i, 0);
+      if (!std::isfinite(L)) continue;
+      const double l2 = std::log(std::exp(L) + count(q) * std::exp(in.sinks[static_cast<size_t>(i)]));
+      for (index_t e = 0; e < s.dv(); ++e) o.at(q, i, e) *= std::exp(L - l2);
+      lse.at(q, i, 0) = l2;
+    }
+}
+
 inline auto keep_all() {
   return [](index_t, index_t) { return true; };
 }
@@ -117,6 +139,7 @@ inline auto keep_all() {
 // every output recomputed under a faulted rule (forward and backward alike)
 inline Outs rule_outputs(const CpSpec& s, const Inputs& in, const NaiveRule& r, bool backward) {
   auto [o, lse] = naive_forward(s, in, r, keep_all());
+  if (!in.sinks.empty()) add_sinks(s, in, o, lse, [](index_t) { return 1.0; });
   Outs out{o, lse, {}, {}, {}};
   if (backward) naive_backward(s, in, r, o, lse, keep_all(), out[2], out[3], out[4]);
   return out;
@@ -197,7 +220,61 @@ inline Outs ring_step(const CpSpec& s, const Inputs& in, const Outs& base, index
       for (index_t e = 0; e < s.dv(); ++e) out[0].at(q, i, e) = l > 0 ? acc[static_cast<size_t>(e)] / l : 0.0;
     }
   }
+  if (!in.sinks.empty()) add_sinks(s, in, out[0], out[1], [](index_t) { return 1.0; });  // once, after the merge
   return out;
+}
+
+// the sinks counted count(q) times (0: ignored; cp: on every rank) in the forward, and the backward
+// of that forward (it reads the saved O and LSE)
+inline Outs sinks_counted(const CpSpec& s, const Inputs& in, const std::function<double(index_t)>& count) {
+  const NaiveRule r{s.scale(), 0, false};
+  auto [o, lse] = naive_forward(s, in, r, keep_all());
+  add_sinks(s, in, o, lse, count);
+  Outs out{o, lse, {}, {}, {}};
+  naive_backward(s, in, r, o, lse, keep_all(), out[2], out[3], out[4]);
+  return out;
+}
+
+// the ring with the sink added to every partial result before the merge: each KV block's partial
+// (O_j, L_j) of a row that sees some of its keys becomes (O_j exp(L_j - L_j'), L_j' = log(exp(L_j) +
+// exp(s_h))), then the partials are merged (exp-weighted); the backward reads the merged O and LSE
+inline Outs sink_per_partial(const CpSpec& s, const Inputs& in) {
+  const Partition& part = s.partition();
+  const NaiveRule r{s.scale(), 0, false};
+  const index_t P = s.P(), S = s.S(), h = s.h();
+  std::vector<std::pair<Tensor3<double>, Tensor3<double>>> partial;
+  for (index_t j = 0; j < P; ++j) {
+    partial.push_back(naive_forward(s, in, r, [&](index_t, index_t k) { return part.owner(k).rank == j; }));
+    add_sinks(s, in, partial.back().first, partial.back().second, [](index_t) { return 1.0; });
+  }
+  Tensor3<double> o(S, h, s.dv()), lse(S, h, 1);
+  for (index_t q = 0; q < S; ++q)
+    for (index_t i = 0; i < h; ++i) {
+      double l = 0;
+      for (index_t j = 0; j < P; ++j) {
+        const double L = partial[static_cast<size_t>(j)].second.at(q, i, 0);
+        if (!std::isfinite(L)) continue;
+        l += std::exp(L);
+        for (index_t e = 0; e < s.dv(); ++e) o.at(q, i, e) += std::exp(L) * partial[static_cast<size_t>(j)].first.at(q, i, e);
+      }
+      lse.at(q, i, 0) = l > 0 ? std::log(l) : -std::numeric_limits<double>::infinity();
+      for (index_t e = 0; e < s.dv(); ++e) o.at(q, i, e) = l > 0 ? o.at(q, i, e) / l : 0.0;
+    }
+  Outs out{o, lse, {}, {}, {}};
+  naive_backward(s, in, r, o, lse, keep_all(), out[2], out[3], out[4]);
+  return out;
+}
+
+// the last ring step whose KV block (rank r holds rank r - step's at step `step`) has a pair some
+// query of rank r sees: dropping a later one changes nothing
+inline index_t last_visible_step(const CpSpec& s) {
+  const Partition& part = s.partition();
+  const NaiveRule r{s.scale(), 0, false};
+  for (index_t step = s.P() - 1; step > 0; --step)
+    for (index_t q = 0; q < s.S(); ++q)
+      for (index_t k = 0; k < s.S(); ++k)
+        if (part.owner(k).rank == ((part.owner(q).rank - step) % s.P() + s.P()) % s.P() && naive_visible(s, r, q, k)) return step;
+  return 0;
 }
 
 // LSE minus each row's largest visible score

@@ -41,10 +41,29 @@ CpFields windowed(CpFields f, index_t w) {
   return f;
 }
 
+CpFields with_sinks(CpFields f) {
+  f.sinks = true;  // the logits: drawn from the run's seed (make_inputs)
+  return f;
+}
+
+CpFields chunked(CpFields f, index_t c) {
+  f.chunk = c;
+  return f;
+}
+
+CpFields hierarchical(index_t icp, index_t ocp, index_t seq) {
+  CpFields f = fields(Mode::a2a_p2p, Layout::zigzag, icp * ocp, seq, true);
+  f.icp = icp, f.ocp = ocp;
+  return f;
+}
+
 std::vector<Config> configs() {
   CpFields packed = fields(Mode::p2p, Layout::zigzag, 2, 0, true);
   packed.cu_seqlens = {0, 10, 34, 39};
   packed.pad = true;
+  CpFields packed_ag = fields(Mode::allgather, Layout::zigzag, 2, 0, true);
+  packed_ag.cu_seqlens = {0, 7, 29, 40};
+  packed_ag.pad = true;
   return {
       {"p2p zigzag causal cp 4 seq 256", fields(Mode::p2p, Layout::zigzag, 4, 256, true)},
       {"p2p contiguous causal cp 4 seq 64", fields(Mode::p2p, Layout::contiguous, 4, 64, true)},
@@ -54,6 +73,10 @@ std::vector<Config> configs() {
       {"allgather zigzag causal cp 4 seq 64", fields(Mode::allgather, Layout::zigzag, 4, 64, true)},
       {"a2a zigzag causal cp 2 seq 64", fields(Mode::a2a, Layout::zigzag, 2, 64, true)},
       {"p2p zigzag causal cp 2 packed 0,10,34,39 --pad", packed},
+      {"p2p zigzag causal sinks cp 4 seq 64", with_sinks(fields(Mode::p2p, Layout::zigzag, 4, 64, true))},
+      {"a2a+p2p zigzag causal sinks 2x2 seq 64", with_sinks(hierarchical(2, 2, 64))},
+      {"p2p contiguous causal chunk 12 cp 4 seq 64", chunked(fields(Mode::p2p, Layout::contiguous, 4, 64, true), 12)},
+      {"allgather zigzag causal cp 2 packed 0,7,29,40", packed_ag},
   };
 }
 
@@ -140,9 +163,17 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
       faults.push_back({"window W - 1", [&] { return rule_outputs(s, in, NaiveRule{s.scale(), 0, false, -1}, true); }, "window_minus_one"});
     }
     if (s.mode() == Mode::p2p) {
-      faults.push_back({"ring step " + num(P - 1) + " missing", [&] { return ring_step(s, in, base, P - 1, 0); },
-                        "ring_step_missing:" + num(P - 1)});
+      const index_t last = last_visible_step(s);  // a step with no visible pair changes nothing when dropped
+      faults.push_back({"ring step " + num(last) + " missing", [&, last] { return ring_step(s, in, base, last, 0); },
+                        "ring_step_missing:" + num(last)});
       faults.push_back({"ring step 1 doubled", [&] { return ring_step(s, in, base, 1, 2); }, "ring_step_doubled:1"});
+    }
+    if (s.sinks()) {
+      faults.push_back({"sinks ignored", [&] { return sinks_counted(s, in, [](index_t) { return 0.0; }); }, "sinks_ignored"});
+      faults.push_back({"sink on every rank (cp times)", [&] { return sinks_counted(s, in, [&](index_t) { return static_cast<double>(P); }); },
+                        "sink_per_rank"});
+      if (s.mode() == Mode::p2p)
+        faults.push_back({"sink on every ring partial", [&] { return sink_per_partial(s, in); }, "sink_per_partial"});
     }
     if (s.packing().has_padding()) faults.push_back({"padding not zero", [&] { return padding_garbage(s, base); }, "padding_not_zero"});
 
@@ -159,7 +190,7 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
         ok = !r.equivalent && best.id == fault.expect_id && best.level >= 0 &&
              (fault.expect_level.empty() ? best.level == 0 : r.levels[sz(best.level)].name == fault.expect_level);
         if (!ok) got += "   [first: " + best.id + ", expected " + fault.expect_id + "]";
-        const size_t more = r.explaining().size() - 1;
+        const size_t more = r.explaining().empty() ? 0 : r.explaining().size() - 1;
         if (more > 0) got += "  (+" + std::to_string(more) + " more explain it)";
       }
       CHECK_MESSAGE(ok, got);
@@ -172,6 +203,41 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
   }
   table << cases << " cases, " << named << " named as injected\n";
   MESSAGE(table.str());
+}
+
+TEST_CASE("check: d s_h (dsinks) is compared, and a wrong one is named: its sign, cp times, one rank's rows") {
+  RunSpec rs;
+  rs.cp = CpSpec(with_sinks(fields(Mode::p2p, Layout::zigzag, 4, 64, true)));
+  rs.backward = true;
+  rs.seed = 5;
+  const CpSpec& s = rs.cp;
+  const Inputs in = make_inputs(rs);
+  const RunReport run = run_experiment(rs, in);  // the CP run's own d s_h
+  REQUIRE(run.dsinks.size() == 8);
+  const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+  auto verdict = [&](std::vector<double> ds) {
+    CheckData d = claimed(in, base, NpyDtype::f8);
+    d.dsinks.present = true, d.dsinks.x = std::move(ds), d.dsinks.source = "(test)";
+    const CheckReport r = run_check(s, d);
+    CHECK(r.dsinks.present);
+    return r.verdict;
+  };
+  CHECK(verdict(run.dsinks) == "equivalent");
+  std::vector<double> neg = run.dsinks, big = run.dsinks, rank2(8, 0.0);
+  for (double& x : neg) x = -x;
+  for (double& x : big) x *= 1.5;
+  // rank 2's rows only, written out: -sum over its rows exp(s_h - LSE) (dO . O)
+  for (index_t g : s.partition().indices(2))
+    for (index_t i = 0; i < 8; ++i) {
+      double dot = 0;
+      for (index_t e = 0; e < s.dv(); ++e) dot += in.dout.at(g, i, e) * run.o.at(g, i, e);
+      rank2[sz(i)] -= std::exp(in.sinks[sz(i)] - run.lse(i, g)) * dot;
+    }
+  CHECK(verdict(neg) == "NOT equivalent: d s_h with the wrong sign (+sum exp(s_h - LSE) (dO . O) instead of -)");
+  CHECK(verdict(rank2) == "NOT equivalent: d s_h of rank 2's rows only (the ranks' parts were never added up)");
+  CHECK(verdict(big) == "NOT equivalent: d s_h ((test)) wrong, and no known fault explains it");
+  // without dsinks: O ... dV alone decide
+  CHECK(run_check(s, claimed(in, base, NpyDtype::f8)).verdict == "equivalent");
 }
 
 TEST_CASE("check: the error map's cells are rel_error cut per rank, chunk and head, and chunks follow the layout") {

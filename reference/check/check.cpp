@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -48,6 +49,51 @@ HypothesisResult no_fault(const CheckContext& c) {
   return r;
 }
 
+// claimed d s_h against the reference's (dref), and what a wrong one is: the sign, cp times, one rank's rows
+void check_dsinks(const CheckContext& c, const std::vector<double>& dref, const CheckOptions& options, SinkGradCheck& g) {
+  const ClaimedSinkGrad& cl = c.data.dsinks;
+  if (!cl.present) return;
+  g.present = true, g.dtype = cl.dtype, g.source = cl.source;
+  g.tol = options.tolerance ? *options.tolerance : dtype_tolerance(CheckTensor::dq, cl.dtype);
+  double scale = 0;
+  for (double x : dref) scale = std::max(scale, std::abs(x));
+  if (scale == 0) scale = 1;
+  auto err = [&](const std::vector<double>& p) {
+    double m = 0;
+    for (size_t i = 0; i < p.size(); ++i) m = std::max(m, std::abs(cl.x[i] - p[i]));
+    return m / scale;
+  };
+  g.err = err(dref);
+  if (g.ok()) return;
+  const CpSpec& s = c.spec;
+  std::vector<std::pair<std::string, std::vector<double>>> faults;
+  std::vector<double> neg = dref, times = dref;
+  for (double& x : neg) x = -x;
+  for (double& x : times) x *= static_cast<double>(s.P());
+  faults.emplace_back("d s_h with the wrong sign (+sum exp(s_h - LSE) (dO . O) instead of -)", neg);
+  if (s.P() > 1) faults.emplace_back("d s_h counted cp = " + num(s.P()) + " times (every rank added the whole sum)", times);
+  // each rank's own rows' part: -sum over its rows exp(s_h - LSE) (dO . O), from the reference's O and LSE
+  const Tensor3<double>& o = c.ref[idx(CheckTensor::o)];
+  const Tensor3<double>& lse = c.ref[idx(CheckTensor::lse)];
+  for (index_t r = 0; r < s.P() && s.P() > 1; ++r) {
+    std::vector<double> part(sz(s.h()), 0.0);
+    for (index_t g2 : s.partition().indices(r))
+      for (index_t i = 0; i < s.h(); ++i) {
+        const double L = lse.at(g2, i, 0);
+        if (!std::isfinite(L)) continue;
+        double dot = 0;
+        for (index_t e = 0; e < s.dv(); ++e) dot += c.data.in.dout.at(g2, i, e) * o.at(g2, i, e);
+        part[sz(i)] -= std::exp(c.data.in.sinks[sz(i)] - L) * dot;
+      }
+    faults.emplace_back("d s_h of rank " + num(r) + "'s rows only (the ranks' parts were never added up)", part);
+  }
+  for (const auto& [name, p] : faults)
+    if (err(p) <= g.tol) {
+      g.fault = name;
+      return;
+    }
+}
+
 }  // namespace
 
 std::vector<const HypothesisResult*> CheckReport::explaining() const {
@@ -69,13 +115,18 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     rep.out[idx(t)].source = data.out[idx(t)].source;
   }
   const bool bwd = data.backward();
+  require(!spec.sinks() || static_cast<index_t>(data.in.sinks.size()) == spec.h(),
+          "cplab check with --sinks needs one sink logit per query head (" + num(spec.h()) + "), got " +
+              num(static_cast<index_t>(data.in.sinks.size())));
+  rep.sink_logits = data.in.sinks;
 
   // the reference, in double
   auto t0 = Clock::now();
   RunSpec rs;
   rs.cp = spec;
   rs.backward = bwd;
-  DenseReference dr = dense_reference(rs, data.in.q, data.in.k, data.in.v, bwd ? data.in.dout : Tensor3<double>());
+  DenseReference dr = dense_reference(rs, data.in.q, data.in.k, data.in.v, bwd ? data.in.dout : Tensor3<double>(),
+                                     data.in.sinks);
   CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}, {}};
   c.ref[idx(CheckTensor::o)] = std::move(dr.o);
   c.ref[idx(CheckTensor::lse)] = lse_tensor(dr.lse);
@@ -95,17 +146,19 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   rep.err = c.base_err;
   rep.levels = c.levels;
   rep.chunks = c.chunks;
+  check_dsinks(c, dr.dsinks, options, rep.dsinks);
   rep.reference_seconds = secs(t0);
 
   // the diagnosis, when the outputs are not equivalent
   t0 = Clock::now();
   HypothesisResult none = no_fault(c);
-  rep.equivalent = none.level == 0;
+  rep.equivalent = rep.outputs_equivalent = none.level == 0;
   if (!rep.equivalent) {
     c.rows = c.keys = sample_tokens(spec, c.chunks, std::max<index_t>(2, options.samples_per_chunk));
     rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
     transform_hypotheses(c);
     recompute_hypotheses(c);
+    sink_hypotheses(c);
   }
   c.results.push_back(none);
   std::stable_sort(c.results.begin(), c.results.end(), [&](const HypothesisResult& a, const HypothesisResult& b) {
@@ -122,7 +175,11 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   rep.where = where_lines(rep.map, rep.chunks, rep.levels[0].tol);
 
   const HypothesisResult& best = rep.hypotheses.front();
-  if (rep.equivalent) {
+  if (rep.equivalent && !rep.dsinks.ok()) {  // O ... dV right, d s_h not
+    rep.equivalent = false;
+    rep.verdict = "NOT equivalent: " + (rep.dsinks.fault.empty() ? "d s_h (" + rep.dsinks.source + ") wrong, and no known fault explains it"
+                                                                  : rep.dsinks.fault);
+  } else if (rep.equivalent) {
     rep.verdict = "equivalent";
   } else if (best.level < 0) {
     rep.verdict = "NOT equivalent: no known fault explains it";

@@ -12,6 +12,7 @@
 //                                                  those of a float32 / float16 / bfloat16
 //                                                  computation or merge
 //   "NOT equivalent: no known fault explains it"   and where the error lives (where_lines)
+//   "NOT equivalent: d s_h ..."                    O ... dV right, dsinks.npy (--sinks) wrong
 // CheckReport holds all of it; check_text prints it (the verdict first), check_json gives the same
 // with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's).
 // What it is not: the file reading (check_inputs.h) or a command line (app/cmd_check.cpp).
@@ -31,6 +32,19 @@ struct CheckOptions {
   index_t samples_per_chunk = 16;   // sampled rows (and keys) per rank chunk for recomputed hypotheses
 };
 
+// d s_h (dsinks.npy) against the reference's, with --sinks and the gradients: one vector (heads), so
+// one error, with the gradients' tolerance of its dtype; a wrong one is named when it is the
+// reference's with the wrong sign, cp times it, or one rank's rows only (the ranks' parts never
+// added up), else "no known fault"
+struct SinkGradCheck {
+  bool present = false;
+  NpyDtype dtype = NpyDtype::f8;
+  std::string source;
+  double err = 0, tol = 0;
+  std::string fault;  // what explains a wrong one ("" : none known, or right)
+  bool ok() const { return !present || err <= tol; }
+};
+
 struct CheckReport {
   CpSpec spec;
   std::string inputs_dir, outputs_dir;
@@ -38,6 +52,8 @@ struct CheckReport {
   std::array<NpyDtype, 4> input_dtypes{};
   bool has_do = false;
   std::vector<CheckLevel> levels;
+  std::vector<double> sink_logits;  // (h) with --sinks
+  SinkGradCheck dsinks;
   std::array<double, kCheckTensors> err{};  // claimed vs reference, max|x - ref| / max|ref| (NaN: not given)
   ErrorMap map;
   Chunks chunks;
@@ -45,6 +61,7 @@ struct CheckReport {
   std::vector<std::string> skipped;          // families not tested: every output they change matches the reference
   std::vector<std::string> where;           // where the error lives (outputs above tolerance)
   bool equivalent = false;
+  bool outputs_equivalent = false;  // O, LSE, dQ, dK, dV (all but d s_h) within their tolerances
   std::string verdict;  // the report's first line
   index_t sampled_rows = 0, sampled_keys = 0;
   double reference_seconds = 0, hypotheses_seconds = 0;

@@ -137,7 +137,41 @@ std::vector<FileSpec> output_files(const fs::path& dir, CheckTensor t, const Inp
   return files;
 }
 
+// dsinks: none, DIR/dsinks.npy, or one rank{r}/dsinks.npy per rank (cplab::Error if both or incomplete)
+std::vector<std::string> dsinks_files(const fs::path& dir, index_t P) {
+  const fs::path global = dir / "dsinks.npy";
+  std::vector<std::string> shards;
+  for (index_t r = 0; r < P; ++r)
+    if (file_exists(dir / ("rank" + num(r)) / "dsinks.npy")) shards.push_back((dir / ("rank" + num(r)) / "dsinks.npy").string());
+  if (file_exists(global)) {
+    require(shards.empty(), global.string() + " and " + (shards.empty() ? std::string() : shards[0]) + " both exist: give dsinks either summed or as per-rank parts, not both");
+    return {global.string()};
+  }
+  if (shards.empty()) return {};
+  for (index_t r = 0; r < P; ++r)
+    require(file_exists(dir / ("rank" + num(r)) / "dsinks.npy"),
+            (dir / ("rank" + num(r)) / "dsinks.npy").string() + " is missing: per-rank dsinks need one file per rank 0-" + num(P - 1) +
+                " (each rank's d s_h over its own rows; cplab check adds them up)");
+  return shards;
+}
+
 }  // namespace
+
+std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads) {
+  const fs::path p = fs::path(inputs_dir) / "sinks.npy";
+  require(file_exists(p), p.string() + " is missing: --sinks needs the sink logits, shape (heads,), as sinks.npy in --inputs or "
+                                       "given by --sink-logits FILE");
+  const NpyHeader h = npy_read_header(p.string());
+  require(h.shape.size() == 1, p.string() + ": sink logits must be 1-d, shape (heads,), got shape " + npy_shape_string(h.shape));
+  require(h.count <= kMaxHeads, p.string() + ": " + std::to_string(h.count) + " sink logits, more than " + num(kMaxHeads) + " heads");
+  require(h.shape[0] == heads, p.string() + ": holds " + std::to_string(h.shape[0]) + " sink logits but q.npy has " + num(heads) +
+                                  " heads: one logit per query head, shape (" + num(heads) + ",)");
+  std::vector<double> v = npy_read(p.string(), h).values;
+  for (size_t i = 0; i < v.size(); ++i)
+    require(std::isfinite(v[i]), p.string() + ": element [" + std::to_string(i) + "] is " + (std::isnan(v[i]) ? "NaN" : "infinite") +
+                                     "; every sink logit must be a finite number");
+  return v;
+}
 
 CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir) {
   std::error_code ec;
@@ -171,10 +205,24 @@ CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, con
     require(inputs.size() == 4, (in_dir / "do.npy").string() + " is missing: the gradients in " + outputs_dir +
                                     " can only be checked with the dO they were computed from");
   }
+  // sinks: the logits are the spec's; sinks.npy and dsinks.npy only with --sinks, dsinks with the gradients
+  const std::vector<std::string> ds = dsinks_files(out_dir, spec.P());
+  if (!spec.sinks()) {
+    require(!file_exists(in_dir / "sinks.npy"), (in_dir / "sinks.npy").string() +
+                                                   " exists but --sinks was not given: check with --sinks (the outputs then include the "
+                                                   "sinks), or remove the file");
+    require(ds.empty(), (ds.empty() ? std::string() : ds[0]) + " exists but --sinks was not given: d s_h is checked only with --sinks");
+  } else {
+    require(ds.empty() || any_grad, ds.empty() ? std::string() : ds[0] + " is given without dq.npy, dk.npy and dv.npy: d s_h is checked "
+                                                                         "with the other gradients (and do.npy)");
+  }
+  std::vector<FileSpec> ds_files;
+  for (const std::string& f : ds) ds_files.push_back(FileSpec{f, {s.h}, "(heads,)", {}});
   // every header first: shapes (and dtypes) before any data is read
   for (FileSpec& f : inputs) f.header = checked_header(f.path, f.shape, f.dims);
   for (auto& files : outs)
     for (FileSpec& f : files) f.header = checked_header(f.path, f.shape, f.dims);
+  for (FileSpec& f : ds_files) f.header = checked_header(f.path, f.shape, f.dims);
 
   CheckData data;
   data.inputs_dir = inputs_dir, data.outputs_dir = outputs_dir;
@@ -186,6 +234,17 @@ CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, con
     data.input_dtypes[i] = inputs[i].header.dtype;
   }
   if (!any_grad) data.in.dout = Tensor3<double>();  // dO without gradients to check: not needed
+  if (spec.sinks()) data.in.sinks = spec.fields().sink_logits;
+  if (!ds_files.empty()) {
+    ClaimedSinkGrad& g = data.dsinks;
+    g.present = true, g.x.assign(sz(s.h), 0.0), g.dtype = ds_files[0].header.dtype;
+    g.source = ds_files.size() == 1 ? ds_files[0].path : (out_dir / ("rank{0.." + num(spec.P() - 1) + "}") / "dsinks.npy").string();
+    for (const FileSpec& f : ds_files) {
+      const std::vector<double> v = checked_data(f, false);
+      if (coarseness(f.header.dtype) > coarseness(g.dtype)) g.dtype = f.header.dtype;
+      for (size_t i = 0; i < v.size(); ++i) g.x[i] += v[i];
+    }
+  }
   const Partition& part = spec.partition();
   for (CheckTensor t : kAllCheckTensors) {
     const std::vector<FileSpec>& files = outs[idx(t)];

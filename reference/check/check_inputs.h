@@ -13,6 +13,10 @@
 //   dtypes           float16 '<f2', bfloat16 ('<V2' as ml_dtypes saves it), float32, float64 (run/npy.h)
 //   values           finite (NaN and inf refused, in inputs and outputs), except -inf in LSE (a row
 //                    that sees no key)
+//   sinks (--sinks)  the sink logits (heads): --sink-logits FILE, else DIR/sinks.npy of --inputs (the
+//                    spec's sink_logits: CpSpec checks their count and values); dsinks.npy (heads) in
+//                    --outputs, optional, with the gradients: d s_h, or rank{r}/dsinks.npy, each rank's
+//                    part (its rows' sum), added up. Without --sinks, sinks.npy and dsinks.npy are refused.
 // S is the packed total after padding when --cu-seqlens is given (padding tokens are rows of the
 // files too). Every header is read and checked before any data.
 // What it is not: the comparison (error_map.h) or the sizes' own rules (modes/cp_spec.h).
@@ -44,19 +48,32 @@ struct ClaimedTensor {
   Tensor3<double> x;              // (S, heads, dim); LSE: (S, h, 1)
 };
 
+// the claimed sink gradient d s_h (heads): one vector, not a token tensor (no error map)
+struct ClaimedSinkGrad {
+  bool present = false;
+  NpyDtype dtype = NpyDtype::f8;
+  std::string source;        // "DIR/dsinks.npy" or "DIR/rank{0..7}/dsinks.npy" (summed)
+  std::vector<double> x;     // (h)
+};
+
 struct CheckData {
-  Inputs in;                        // q, k, v (global order, double); dout empty without do.npy
+  Inputs in;                        // q, k, v (global order, double); dout empty without do.npy; sinks (h) with --sinks
   std::string inputs_dir, outputs_dir;
   std::array<NpyDtype, 4> input_dtypes{};  // q, k, v, do
   std::array<ClaimedTensor, kCheckTensors> out;
+  ClaimedSinkGrad dsinks;
   bool backward() const { return out[idx(CheckTensor::dq)].present; }
 };
 
 // the (S, h, 1) LSE tensor of an (h, S) Rows, and back
 Tensor3<double> lse_tensor(const Rows<double>& lse);
 
+// the sink logits of a check with --sinks and no --sink-logits: DIR/sinks.npy, 1-d (cplab::Error
+// naming the file if missing, not of shape (heads,), or not finite)
+std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads);
+
 // Reads and checks every file for spec (cplab::Error naming the file and the rule); the headers of
-// all of them first, then the data.
+// all of them first, then the data. With spec.sinks() the sink logits are spec's (CpFields::sink_logits).
 CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);
 
 }  // namespace cplab

@@ -25,10 +25,18 @@ const char* pred_name(PredKind k) {
   return k == PredKind::reference ? "reference" : k == PredKind::faulted ? "faulted" : "not checked";
 }
 
+// the spec's mask as the report names it: "causal", "causal, window 9", "non-causal, sinks", ...
+std::string mask_text(const CpSpec& s) {
+  std::string m = s.mask_name();
+  if (m.rfind("none", 0) == 0) m = "non-causal" + m.substr(4);
+  else if (!s.causal()) m = "non-causal, " + m;
+  return m;
+}
+
 std::string spec_line(const CpSpec& s) {
   std::ostringstream o;
   o << "cplab check: mode " << to_string(s.mode()) << ", layout " << to_string(s.layout()) << ", "
-    << (s.causal() ? "causal" : "non-causal") << ", cp " << s.P() << ", seq " << s.S() << ", heads " << s.h() << " (kv "
+    << mask_text(s) << ", cp " << s.P() << ", seq " << s.S() << ", heads " << s.h() << " (kv "
     << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), scale " << s.scale();
   if (s.thd()) {
     o << ", cu_seqlens";
@@ -68,6 +76,11 @@ std::string check_text(const CheckReport& r) {
   o << r.verdict << "\n\n" << spec_line(r.spec) << "\n";
   o << "inputs:  " << r.inputs_dir << ": q.npy, k.npy, v.npy" << (r.has_do ? ", do.npy" : "") << " ("
     << npy_dtype_name(r.input_dtypes[0]) << ")\n";
+  if (!r.sink_logits.empty()) {
+    o << "sinks:   ";
+    for (size_t i = 0; i < r.sink_logits.size() && i < 8; ++i) o << (i ? ", " : "") << approx(r.sink_logits[i]);
+    o << (r.sink_logits.size() > 8 ? ", ..." : "") << " (one logit per query head)\n";
+  }
   o << "outputs: " << r.outputs_dir << "\n";
   o << "\nerror vs the reference (dense attention in double; max|x - ref| / max|ref| per output):\n";
   for (CheckTensor t : kAllCheckTensors) {
@@ -82,7 +95,14 @@ std::string check_text(const CheckReport& r) {
     }
     o << b;
   }
-  if (!r.equivalent) {
+  if (r.dsinks.present) {
+    char b[256];
+    std::snprintf(b, sizeof b, "  %-4s %-8s tolerance %s (%s)  %-5s %s\n", "dS_h", sci(r.dsinks.err).c_str(), sci(r.dsinks.tol).c_str(),
+                  npy_dtype_name(r.dsinks.dtype).c_str(), r.dsinks.ok() ? "ok" : "WRONG", r.dsinks.source.c_str());
+    o << b;
+    if (!r.dsinks.ok()) o << "       d s_h: " << (r.dsinks.fault.empty() ? "no known fault explains it (tested: the sign, cp times, one rank's rows)" : r.dsinks.fault) << "\n";
+  }
+  if (!r.outputs_equivalent) {
     const std::vector<const HypothesisResult*> ex = r.explaining();
     o << "\ndiagnosis: " << r.hypotheses.size() << " hypotheses tested";
     if (!r.skipped.empty()) {
@@ -177,7 +197,12 @@ nlohmann::json check_json(const CheckReport& r) {
     outs[tensor_key(t)] = {{"source", r.out[i].source}, {"dtype", npy_dtype_name(r.out[i].dtype)}, {"error", number(r.err[i])},
                            {"tolerance", r.levels[0].tol[i]}, {"ok", r.err[i] <= r.levels[0].tol[i]}};
   }
+  j["outputs_dir"] = r.outputs_dir;
   j["outputs"] = outs;
+  j["sink_logits"] = r.sink_logits;
+  if (r.dsinks.present)
+    j["dsinks"] = {{"source", r.dsinks.source}, {"dtype", npy_dtype_name(r.dsinks.dtype)}, {"error", number(r.dsinks.err)},
+                   {"tolerance", r.dsinks.tol}, {"ok", r.dsinks.ok()}, {"fault", r.dsinks.fault.empty() ? json(nullptr) : json(r.dsinks.fault)}};
   json levels = json::array();
   for (const CheckLevel& L : r.levels) {
     json tol;

@@ -40,9 +40,8 @@ std::string count(const std::vector<index_t>& v, const char* what) { return num(
 
 // ---- a faulted attention rule ---------------------------------------------------------------------
 
-// the sampled keys to check dK, dV with under rule, and the queries that see them: the 16 sampled
-// keys nearest the end of their sequence (under a causal mask only the queries after a key see it,
-// so the O and LSE of a tail of the queries suffice; without a mask every query sees every key)
+}  // namespace
+
 std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckContext& c, const AttnRule& rule) {
   const Packing& pk = c.spec.packing();
   std::vector<std::pair<index_t, index_t>> by_end;  // (tokens after it in its sequence, key)
@@ -61,6 +60,8 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
   }
   return {keys, queries};
 }
+
+namespace {
 
 // a faulted rule, in stages that stop as soon as an output fits neither the fault nor the loosest
 // level: O and LSE at the sampled rows; then dQ there; then dK, dV at the sampled tail keys (from
@@ -192,14 +193,16 @@ void ring_steps(CheckContext& c) {
           }
         }
       }
+      RowsOut merged{std::move(o), std::move(lse)};
+      if (!c.data.in.sinks.empty()) apply_row_sinks(merged, c.data.in.sinks);  // once, after the merge
       Hypothesis hy;
       hy.id = std::string(weight == 0 ? "ring_step_missing:" : "ring_step_doubled:") + num(step);
       hy.priority = weight == 0 ? 80 : 81;
       hy.name = "ring step " + num(step) + "'s partial result " + (weight == 0 ? "missing from" : "counted twice in") +
                 " O and LSE (at step " + num(step) + " rank r holds the KV of rank r-" + num(step) + ")";
       hy.method = "per-step partial results recomputed at " + count(c.rows, "rows") + "; gradients not checked";
-      hy.pred[idx(CheckTensor::o)] = at(c.rows, std::move(o));
-      hy.pred[idx(CheckTensor::lse)] = at(c.rows, std::move(lse));
+      hy.pred[idx(CheckTensor::o)] = at(c.rows, std::move(merged.o));
+      hy.pred[idx(CheckTensor::lse)] = at(c.rows, std::move(merged.lse));
       if (c.present(CheckTensor::dq))
         hy.pred[idx(CheckTensor::dq)] = hy.pred[idx(CheckTensor::dk)] = hy.pred[idx(CheckTensor::dv)] = unchecked();
       c.add(hy);

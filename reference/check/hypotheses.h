@@ -16,6 +16,8 @@
 //   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
 //                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale; 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)
+//   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
+//                         on every rank: k = cp; once per merged partial: k = the row's partials)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
 // "equivalent within float32's (bfloat16's ...) tolerance".
 // What it is not: faults to inject (tests/check_faults.h makes those, independently, for the
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "check/error_map.h"
+#include "check/sampled_attention.h"
 
 namespace cplab {
 
@@ -91,7 +94,13 @@ std::vector<index_t> sample_tokens(const CpSpec& spec, const Chunks& chunks, ind
 // the reference's prediction of output t at `tokens` (a faulted prediction equal to the reference)
 Prediction reference_at(const CheckContext& c, CheckTensor t, const std::vector<index_t>& tokens);
 
+// the sampled keys to check dK, dV with under rule, and the queries that see them: the 16 sampled
+// keys nearest the end of their sequence (under a causal mask only the queries after a key see it,
+// so the O and LSE of a tail of the queries suffice; without a mask every query sees every key)
+std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckContext& c, const AttnRule& rule);
+
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
+void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
 
 }  // namespace cplab

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/attention_kernel.h"
+#include "core/sinks.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -67,7 +68,10 @@ KeyRange visible_keys(const CpSpec& spec, const AttnRule& rule, index_t g) {
   if (pr.window > 0) pr.window += rule.window_shift;
   const KeyRange kr = pr.keys(g - start, end - start);
   if (!spec.causal()) return {start + kr.lo, start + kr.hi};
-  return {start + kr.lo, std::clamp<index_t>(start + kr.hi + rule.causal_shift, start, end)};
+  // the shifted causal end stays inside the row's chunk (chunked attention: another chunk is masked
+  // whatever the causal offset)
+  const index_t c = pr.chunk, limit = c > 0 ? std::min(end, start + ((g - start) / c + 1) * c) : end;
+  return {start + kr.lo, std::clamp<index_t>(start + kr.hi + rule.causal_shift, start, limit)};
 }
 
 Mask rule_mask(const CpSpec& spec, const AttnRule& rule, const std::vector<index_t>& q, const std::vector<index_t>& k) {
@@ -108,7 +112,15 @@ RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, c
     attention_forward<double>(q.view().rows(a0, n), K.view(), V.view(), rule_mask(spec, rule, slice, k), rule.scale,
                               f.o.view().rows(a0, n), rows_view(f.lse, a0, n));
   }
-  return RowsOut{heads_to(f.o, perm, true), heads_to(as_tensor(f.lse), perm, true)};
+  RowsOut out{heads_to(f.o, perm, true), heads_to(as_tensor(f.lse), perm, true)};
+  if (!keys && !in.sinks.empty()) apply_row_sinks(out, in.sinks);  // a partial (a key subset) has no sink
+  return out;
+}
+
+void apply_row_sinks(RowsOut& x, const std::vector<double>& sinks) {
+  Rows<double> lse = as_rows(x.lse);
+  apply_sinks<double>(x.o.view(), rows_view(lse), sinks.data());
+  x.lse = as_tensor(lse);
 }
 
 Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows) {

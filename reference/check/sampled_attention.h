@@ -13,6 +13,8 @@
 //   dkv_at        dK and dV of some keys: the contributions of the given queries (all of them: the
 //                 whole gradient; one rank's: its share before the cross-rank reduction)
 // Rows and keys are global token positions; results are (rows, heads, dim), LSE (rows, heads, 1).
+// With attention sinks (in.sinks) a forward over all keys includes them; the backward ones read the
+// final (sink-including) O and LSE they are given, which is all a sink changes there (sinks.h).
 // What it is not: a CP mode, or fast: the cost is rows x keys, so callers pass samples.
 #pragma once
 
@@ -44,9 +46,12 @@ struct RowsOut {
   Tensor3<double> o;    // (rows, h, dv)
   Tensor3<double> lse;  // (rows, h, 1); -inf for a row that sees no key
 };
-// keys: sorted positions, or null for all keys
+// keys: sorted positions, or null for all keys (then with in.sinks, if any, in each row's softmax:
+// core/sinks.h apply_sinks on the row's final result; a partial over a key subset has none)
 RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
                    const std::vector<index_t>* keys = nullptr);
+// the sinks (h) merged once into rows' final (O, LSE) (core/sinks.h apply_sinks)
+void apply_row_sinks(RowsOut& x, const std::vector<double>& sinks);
 Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows);
 // fwd: O and LSE of `rows` (forward_at's, or the reference's gathered)
 Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,

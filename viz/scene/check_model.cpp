@@ -25,7 +25,8 @@ CheckModel CheckModel::load(const std::string& path) {
   require(j.is_object() && j.contains("verdict") && j.contains("error_map") && j["verdict"].is_string(),
           what + " (it needs 'verdict' and 'error_map')");
   CheckModel m;
-  m.source = path;
+  m.source = path;  // the report names the outputs it checked: show those (cplab check --out draws from a temporary report)
+  if (j.contains("outputs_dir") && j["outputs_dir"].is_string()) m.source = "outputs: " + j["outputs_dir"].get<std::string>();
   m.verdict = j["verdict"].get<std::string>();
   if (j.contains("diagnosis") && j["diagnosis"].is_array())
     for (const auto& h : j["diagnosis"])

@@ -15,7 +15,7 @@
 namespace cplab::viz {
 
 struct CheckModel {
-  std::string source;  // the file
+  std::string source;  // "outputs: DIR" (the report's outputs_dir), else the report file
   std::string verdict, explained_by;  // explained_by: the first hypothesis that explains it ("": none)
   std::vector<std::string> where;
   int ranks = 0, chunks = 0;
