@@ -1,0 +1,183 @@
+// 15_checking: pointing cplab check at another CP implementation's outputs.
+//
+// What it is: lesson 15's program. A correct p2p zigzag run of the reference (run_experiment) plays
+// "your implementation"; faulty variants of its outputs, each with one fault injected by the test
+// code (tests/check_faults.h: written from the faults' definitions, never part of the library or a
+// mode), play "your implementation with a bug". Each is given to cplab check's library (run_check,
+// reference/check/check.h, exactly what `cplab check` runs) and the lesson prints what it says and
+// why: the error per output against its dtype's tolerance; a fault that explains the numbers (every
+// checked output within tolerance of the fault's prediction, the fault itself moving some output by
+// more); where the error lives (the error map per rank x chunk x head); sinks counted once per ring
+// partial; rounding (float32, bfloat16) that is not a bug; and two faults at once, which no single
+// hypothesis explains.
+// What it is not: a fault catalogue of its own (hypotheses.h has the check's; check_faults.h the
+// tests'), or a mode: the faulty outputs are transforms or naive recomputations of correct ones.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "../../tests/check_faults.h"
+#include "check/check.h"
+#include "lesson.h"
+
+using namespace cplab;
+using namespace cplab::lesson;
+using cplab::test::Outs;
+
+namespace {
+
+std::string sci(double x) {
+  if (std::isnan(x)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1e", x);
+  return b;
+}
+
+// the claimed outputs: outs saved as dtype (what another implementation would hand over)
+CheckData claimed(const Inputs& in, const Outs& outs, NpyDtype dtype) {
+  CheckData d;
+  d.in = in;
+  d.inputs_dir = d.outputs_dir = "(lesson)";
+  for (int t = 0; t < kCheckTensors; ++t) {
+    ClaimedTensor& c = d.out[static_cast<size_t>(t)];
+    c.present = outs[static_cast<size_t>(t)].n > 0, c.dtype = dtype, c.source = "(lesson)";
+    c.x = outs[static_cast<size_t>(t)];
+  }
+  return d;
+}
+
+// the report's first line and its error table
+void verdict_and_errors(const CheckReport& r) {
+  std::printf("verdict: %s\n", r.verdict.c_str());
+  std::vector<std::vector<std::string>> rows;
+  for (CheckTensor t : kAllCheckTensors) {
+    const int i = idx(t);
+    if (!r.out[static_cast<size_t>(i)].present) continue;
+    rows.push_back({tensor_label(t), sci(r.err[static_cast<size_t>(i)]), sci(r.levels[0].tol[static_cast<size_t>(i)]),
+                    r.err[static_cast<size_t>(i)] <= r.levels[0].tol[static_cast<size_t>(i)] ? "ok" : "WRONG"});
+  }
+  table({"output", "error", "tolerance", ""}, rows);
+}
+
+// the first explaining hypothesis's evidence: per output, its prediction's error and the fault's own size
+void evidence(const CheckReport& r) {
+  const std::vector<const HypothesisResult*> ex = r.explaining();
+  if (ex.empty()) return;
+  const HypothesisResult& h = *ex.front();
+  std::printf("explained by: %s\n", h.name.c_str());
+  std::vector<std::vector<std::string>> rows;
+  for (CheckTensor t : kAllCheckTensors) {
+    const size_t i = static_cast<size_t>(idx(t));
+    if (!r.out[i].present) continue;
+    const char* kind = h.kind[i] == PredKind::reference ? "the reference's" : h.kind[i] == PredKind::faulted ? "faulted" : "not checked";
+    rows.push_back({tensor_label(t), kind, sci(h.err[i]), h.kind[i] == PredKind::faulted ? sci(h.fault[i]) : "-"});
+  }
+  table({"output", "prediction", "claimed vs prediction", "fault's own size"}, rows);
+  std::printf("how: %s\n", h.method.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Lesson L(argc, argv, "Lesson 15: checking another CP implementation with cplab check",
+           "Give cplab check your inputs and outputs: it says whether they are right and, if not, which known fault explains them.");
+
+  L.step("a correct ring, checked");
+  CpFields f;
+  f.mode = Mode::p2p, f.layout = Layout::zigzag, f.cp = 4, f.seq = 64, f.causal = true;
+  f.heads = 4, f.kv_heads = 2, f.head_dim = 8;
+  RunSpec rs;
+  rs.cp = CpSpec(f);
+  rs.backward = true;
+  rs.seed = 15;
+  const CpSpec& s = rs.cp;
+  const Inputs in = make_inputs(rs);
+  const RunReport run = run_experiment(rs, in);
+  const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+  std::printf("The reference's p2p zigzag ring (cp 4, 64 tokens, 4 heads over 2 KV heads, head dim 8, causal,\n"
+              "forward and backward, float64) plays your implementation. cplab check recomputes dense attention in\n"
+              "double and compares: error = max|x - ref| / max|ref| per output; a float64 output may be off by 1e-10.\n");
+  verdict_and_errors(run_check(s, claimed(in, base, NpyDtype::f8)));
+
+  L.step("the ring package's dK/dV mix-up: named from the numbers alone");
+  std::printf("A public ring attention package's backward leaves rank r's dK = (dK + dV) of rank r and its dV =\n"
+              "(dK + dV) of rank r+1. O, LSE and dQ are right, so a test of the forward passes. cplab check tests\n"
+              "each known fault as a prediction of every output and keeps those whose prediction the numbers fit:\n");
+  const CheckReport mix = run_check(s, claimed(in, test::dkv_mix(s, base, 1, 1, 0, 1, 1, 1), NpyDtype::f8));
+  verdict_and_errors(mix);
+  evidence(mix);
+  std::printf("The prediction fits dK and dV to rounding, while the fault itself moves them by O(1): explained.\n");
+
+  L.step("a ring step dropped from the merge: where the error lives");
+  const index_t last = test::last_visible_step(s);
+  const CheckReport drop = run_check(s, claimed(in, test::ring_step(s, in, base, last, 0), NpyDtype::f8));
+  verdict_and_errors(drop);
+  std::printf("error of O per rank and chunk (worst over heads; * above tolerance):\n");
+  std::vector<std::vector<std::string>> rows;
+  for (index_t r = 0; r < drop.map.ranks; ++r)
+    for (index_t c = 0; c < drop.map.chunks; ++c) {
+      double m = 0;
+      for (index_t i = 0; i < drop.map.heads[0]; ++i) m = std::max(m, drop.map.at(CheckTensor::o, r, c, i));
+      rows.push_back({std::to_string(r), drop.chunks.label(r, c, drop.map.ranks), sci(m) + (m > drop.levels[0].tol[0] ? "*" : "")});
+    }
+  table({"rank", "chunk", "error of O"}, rows);
+  for (const std::string& w : drop.where) std::printf("%s\n", w.c_str());
+  std::printf("At step %lld rank r holds the KV of rank r-%lld, for ranks 0 to 2 the block of a later rank (chunks\n"
+              "r+1 and 6-r), which under the causal mask only their late chunk sees; rank 3 holds rank 0's block\n"
+              "(chunks 0 and 7), and its early chunk 3 sees chunk 0. Exactly those chunks are wrong: the map shows\n"
+              "which partial went missing before the diagnosis names it.\n",
+              static_cast<long long>(last), static_cast<long long>(last));
+
+  L.step("attention sinks counted once per partial instead of once per row");
+  CpFields fs = f;
+  fs.sinks = true;
+  RunSpec rs2 = rs;
+  rs2.cp = CpSpec(fs);
+  const CpSpec& s2 = rs2.cp;
+  const Inputs in2 = make_inputs(rs2);
+  std::printf("sink logits s_h = %s\n", list(in2.sinks).c_str());
+  std::printf("A sink joins each row's softmax denominator once. Adding it to every ring step's partial result\n"
+              "before the merge gives a row that merged k partials k sinks (lesson 14); ignoring it gives none:\n");
+  const CheckReport per_partial = run_check(s2, claimed(in2, test::sink_per_partial(s2, in2), NpyDtype::f8));
+  verdict_and_errors(per_partial);
+  evidence(per_partial);
+  const CheckReport ignored = run_check(s2, claimed(in2, test::sinks_counted(s2, in2, [](index_t) { return 0.0; }), NpyDtype::f8));
+  std::printf("sinks ignored instead: %s\n", ignored.verdict.c_str());
+
+  L.step("rounding is not a bug: float32 and bfloat16 results");
+  const Outs f32 = test::rounded(base, DType::f32, {true, true, true, true, true});
+  const Outs bf16 = test::rounded(base, DType::bf16, {true, false, true, true, true});
+  const std::pair<std::string, CheckReport> cases[] = {
+      {"float32 values saved as float32", run_check(s, claimed(in, f32, NpyDtype::f4))},
+      {"float32 values saved as float64", run_check(s, claimed(in, f32, NpyDtype::f8))},
+      {"bfloat16 O, dQ, dK, dV saved as float64", run_check(s, claimed(in, bf16, NpyDtype::f8))}};
+  for (const auto& [name, r] : cases)
+    std::printf("%s: error of O %s, tolerance %s\n  %s\n", name.c_str(), sci(r.err[0]).c_str(), sci(r.levels[0].tol[0]).c_str(),
+                r.verdict.c_str());
+  std::printf("The tolerance follows the dtype a file is saved in. Saved as float64, float32 results are too far\n"
+              "off for float64 yet fit float32's tolerance: that is what a float32 merge does, and the verdict says so.\n");
+
+  L.step("two faults at once: no single hypothesis explains them");
+  Outs two = test::dkv_mix(s, base, 0, 1, 0, 1, 0, 0);  // dK and dV swapped ...
+  for (double& x : two[1].data) x /= std::log(2.0);    // ... and LSE in base 2
+  const CheckReport both = run_check(s, claimed(in, two, NpyDtype::f8));
+  verdict_and_errors(both);
+  std::printf("hypotheses that fit some of the wrong outputs:\n");
+  for (const HypothesisResult& h : both.hypotheses) {
+    std::string fits;
+    for (CheckTensor t : kAllCheckTensors) {
+      const size_t i = static_cast<size_t>(idx(t));
+      if (h.kind[i] == PredKind::faulted && both.err[i] > both.levels[0].tol[i] && h.err[i] <= both.levels[0].tol[i])
+        fits += std::string(fits.empty() ? "" : ", ") + tensor_label(t);
+    }
+    if (!fits.empty()) std::printf("  %s: fits %s\n", h.name.c_str(), fits.c_str());
+  }
+  std::printf("Each fault is tested alone, so two at once read 'no known fault explains it'; the partial fits\n"
+              "point at both. Fix one, check again.\n");
+
+  L.finish(15, {"cplab check --help   (the files, the tolerances and the faults it knows)",
+                "cplab run --mode p2p --cp 4 --seq 64 --heads 4 --kv-heads 2 --head-dim 8 --causal --layout zigzag --backward --sinks   "
+                "(step 4's run: add --out-dir DIR to write the outputs cplab check reads)"});
+  return 0;
+}
