@@ -10,6 +10,8 @@
 //   rel             max |x - ref| / max |ref|: core/rel_error.h's rel_error (the one metric and its
 //                   convention: -inf on both sides is equal, any other infinity or a NaN fails)
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
+//   grad_err        dQ or dK error per unit of the larger of max|ref| and max|dV ref| (a window of
+//                   one key makes dQ = dK = 0 exactly, where a relative error is noise over noise)
 //   tolerance       the per-dtype tolerances (cuda/README.md)
 //   v3_unavailable  why kernel v3 cannot run here ("" when it can: an sm_90a build on a 9.0 device)
 // What it is not: used by the library; tests only (needs doctest).
@@ -17,6 +19,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -133,6 +136,22 @@ inline double lse_err(const std::vector<double>& x, const Rows<double>& ref) {
     worst = std::max(worst, std::abs(x[i] - r) / std::max(1.0, std::abs(r)));
   }
   return worst;
+}
+
+// dQ or dK error: max|x - ref| / max(max|ref|, max|dV ref|). A sliding window of 1 key (no sink)
+// makes dQ = dK = 0 exactly (P = 1, so dS = P (dP - Delta) = 0): the reference holds rounding noise
+// there (~1e-17) and a relative error would divide the kernel's fp32 noise by it. dV (= dO on the
+// row's own key) is never all zero, and sets the scale of the gradients instead.
+inline double grad_err(const std::vector<double>& x, const std::vector<double>& ref, const std::vector<double>& dv_ref) {
+  REQUIRE(x.size() == ref.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return INFINITY;
+    diff = std::max(diff, std::abs(x[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  for (double e : dv_ref) scale = std::max(scale, std::abs(e));
+  return scale > 0 ? diff / scale : diff;
 }
 
 }  // namespace cplab::cuda::test

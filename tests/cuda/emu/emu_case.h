@@ -81,22 +81,6 @@ inline std::vector<float> delta_of(const std::vector<double>& o, const Tensor3<d
   return delta;
 }
 
-// dQ or dK error: max|x - ref| / max(max|ref|, max|dV ref|). A sliding window of 1 key (no sink)
-// makes dQ = dK = 0 exactly (P = 1, so dS = P (dP - Delta) = 0): the reference holds rounding noise
-// there (~1e-17) and a relative error would divide the kernel's fp32 noise by it. dV (= dO on the
-// row's own key) is never all zero, and sets the scale of the gradients instead.
-inline double grad_err(const std::vector<double>& x, const std::vector<double>& ref, const std::vector<double>& dv_ref) {
-  REQUIRE(x.size() == ref.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!std::isfinite(x[i])) return INFINITY;
-    diff = std::max(diff, std::abs(x[i] - ref[i]));
-    scale = std::max(scale, std::abs(ref[i]));
-  }
-  for (double e : dv_ref) scale = std::max(scale, std::abs(e));
-  return scale > 0 ? diff / scale : diff;
-}
-
 // version 1 (any dtype) or 2 (fp16 / bf16); sinks: none, or one fp32-exact logit per query head
 template <class T>
 void run_case(int version, DType t, index_t d, index_t dv, index_t h, index_t hk, const Case& c, CpAsync mode,
