@@ -174,12 +174,12 @@ void run(const GpuCpSpec& s, bool use_nccl = false) {
   CHECK(padding == 0);
   CHECK((ranks.bytes > 0 || P == 1 || c.ring_hops() == 0));
   if (c.sinks()) {  // d s_h: every rank's rows' part, added up (the all-reduce of a parameter's gradient)
-    std::vector<double> ds(static_cast<size_t>(h), 0.0);
+    std::vector<double> dsinks(static_cast<size_t>(h), 0.0);
     for (index_t r = 0; r < P; ++r) {
-      const std::vector<double> part = own[static_cast<size_t>(r)]->dsinks();
-      for (index_t i = 0; i < h; ++i) ds[static_cast<size_t>(i)] += part[static_cast<size_t>(i)];
+      const std::vector<double> mine = own[static_cast<size_t>(r)]->dsinks();
+      for (index_t i = 0; i < h; ++i) dsinks[static_cast<size_t>(i)] += mine[static_cast<size_t>(i)];
     }
-    CHECK(rel(ds, g.dsinks) < tol.grad);
+    CHECK(rel(dsinks, g.dsinks) < tol.grad);
   }
   if (c.mode() == Mode::p2p && !use_nccl) {
     // the ring makes the reference's H hops (one when a contiguous window fits a rank): per layer and
