@@ -1,7 +1,8 @@
 // test_cp_checks.cpp: a spec the GPU modes cannot run is refused with the rule's message before any
 // CUDA call (in cplab_cuda_host_tests: runs without a GPU): the CP layer's own rules when its CpSpec
 // is built (reference/modes/cp_spec.h, not checked again on the GPU), then the GPU's
-// (GpuCpSpec::check: the kernel, no --replicate-kv, streaming merges); and the ring's spec
+// (GpuCpSpec::check: the kernel, no --replicate-kv, streaming merges; windows, chunks and sinks
+// pass); and the ring's spec
 // (GpuCpSpec::ring) that the GPU ring takes.
 // What it is not: a test of the modes' results (test_ring_gpu.cpp, test_modes_gpu.cpp, GPU only).
 #include <doctest/doctest.h>
@@ -99,4 +100,32 @@ TEST_CASE("GpuCpSpec: the CP layer's rules when it is built, then the GPU's, bef
   f.seq = 61;
   CHECK_THROWS_WITH_AS(CpSpec{f}, doctest::Contains("disagrees with the packed total 64"), Error);
   CHECK_THROWS_WITH_AS(parse_mode("ring"), doctest::Contains("is not one of: p2p, allgather, a2a, a2a+p2p"), Error);
+}
+
+TEST_CASE("gpu modes: --window, --chunk and --sinks pass the GPU's rules in every mode and kernel, and describe names them") {
+  for (Mode mode : {Mode::p2p, Mode::allgather, Mode::a2a, Mode::a2a_p2p})
+    for (Kernel kernel : {Kernel::v1, Kernel::v2}) {
+      CAPTURE(to_string(mode));
+      CAPTURE(to_string(kernel));
+      CpFields f = a2a_fields();
+      f.mode = mode;
+      f.causal = true;
+      if (mode == Mode::a2a_p2p) f.icp = 2, f.ocp = 2;
+      f.window = 7;
+      f.sinks = true;
+      GpuCpSpec s{CpSpec(f), DType::bf16, kernel};
+      CHECK_NOTHROW(s.check());
+      CHECK(describe(s).find("window=7 chunk=0 sinks=1") != std::string::npos);
+      f.window.reset();
+      f.chunk = 16;
+      s.cp = CpSpec(f);
+      CHECK_NOTHROW(s.check());
+      CHECK(describe(s).find("window=0 chunk=16 sinks=1") != std::string::npos);
+    }
+  // the rules themselves are the CpSpec's (reference/modes/cp_spec.cpp), checked before the GPU's
+  CpFields f = a2a_fields();
+  f.causal = true;
+  f.window = 4;
+  f.chunk = 4;
+  CHECK_THROWS_WITH_AS(CpSpec{f}, doctest::Contains("--window and --chunk cannot both be given"), Error);
 }
