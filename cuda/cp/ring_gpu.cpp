@@ -60,6 +60,21 @@ Comm* checked(const GpuCpSpec& s, Comm& c) {
 
 }  // namespace
 
+RingGpuPlan ring_gpu_plan(const CpSpec& c, std::int64_t pos) {
+  require(c.mode() == Mode::p2p, "ring_gpu_plan takes a p2p spec (GpuCpSpec::ring()), not --mode " + to_string(c.mode()));
+  const std::int64_t P = c.P();
+  require(pos >= 0 && pos < P, "ring position " + num(pos) + " is outside the ring of " + num(P));
+  const Partition& part = c.partition();
+  const Packing* packing = c.packed() ? &c.packing() : nullptr;
+  RingGpuPlan plan;
+  plan.steps = c.ring_hops() + 1;  // the reference's: ring_schedule.h ring_hops
+  for (std::int64_t i = 0; i < plan.steps; ++i) {
+    plan.fwd.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_fwd_kv_block(P, pos, i)));
+    plan.bwd.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_bwd_kv_block(P, pos, i, plan.steps)));
+  }
+  return plan;
+}
+
 GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
     : comm(checked(s, cm)),
       members(std::move(ring)),
@@ -90,13 +105,9 @@ GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
   const auto me = std::find(members.begin(), members.end(), comm->rank());
   require(me != members.end(), "rank " + std::to_string(comm->rank()) + " is not a member of its ring");
   pos = me - members.begin();
-  const Partition& part = c.partition();
-  const Packing* packing = c.packed() ? &c.packing() : nullptr;
-  const std::int64_t steps = c.ring_hops() + 1;  // the reference's: ring_schedule.h ring_hops
-  for (std::int64_t i = 0; i < steps; ++i) {
-    fwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_fwd_kv_block(P, pos, i)));
-    bwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_bwd_kv_block(P, pos, i, steps)));
-  }
+  RingGpuPlan plan = ring_gpu_plan(c, pos);
+  fwd_tiles = std::move(plan.fwd);
+  bwd_tiles = std::move(plan.bwd);
   for (const RingTile& t : fwd_tiles) fwd_masks.emplace_back(t.mask, t.nq);
   for (const RingTile& t : bwd_tiles) bwd_masks.emplace_back(t.mask, t.nq);
 }
@@ -120,6 +131,10 @@ void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks
   }
   const std::size_t kv_bytes = kv_elems(c) * es(s);
   const std::int64_t steps = c.ring_hops() + 1;  // H hops: fewer than P - 1 when a window or chunk allows
+  for (GpuRingRank* x : ranks)
+    require(static_cast<std::int64_t>(x->fwd_tiles.size()) == steps,
+            "a rank's ring plan has " + num(static_cast<std::int64_t>(x->fwd_tiles.size())) + " steps, the spec's ring " +
+                num(steps) + " (the rank was built for another spec)");
   for (std::int64_t i = 0; i < steps; ++i) {
     const Nvtx step_range("forward step " + std::to_string(i));
     const RingPost post = ring_fwd_post(steps, i);

@@ -72,6 +72,16 @@ struct GpuRingRank {
   DeviceBuffer<float> sinks, dsinks;
 };
 
+// The plan of ring position `pos` (host only, no CUDA call): the ring's H + 1 steps (H =
+// c.ring_hops(), the reference's) and the tile of the held block at each forward and backward step
+// (ring_schedule.h ring_plan_tile of ring_fwd_kv_block / ring_bwd_kv_block over H + 1 steps). What
+// GpuRingRank builds and gpu_ring_forward / gpu_ring_backward step through.
+struct RingGpuPlan {
+  std::int64_t steps = 0;
+  std::vector<RingTile> fwd, bwd;
+};
+RingGpuPlan ring_gpu_plan(const CpSpec& c, std::int64_t pos);
+
 // s: the ring's spec (cp.mode() p2p: cplab::Error otherwise, before any CUDA call).
 // kv_in (or, when null, kv_cur) holds the rank's own K, V on entry; on return o and lse are the
 // rank's attention output (with the sinks, if any), and `held` the block the backward starts from
