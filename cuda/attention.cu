@@ -85,18 +85,18 @@ void check_aligned(Kernel kernel, std::initializer_list<std::pair<const char*, c
 }  // namespace
 
 void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k, const void* v,
-                       const MaskRule& mask, float scale, void* o, float* lse, cudaStream_t stream) {
+                       const MaskRule& mask, float scale, void* o, float* lse, cudaStream_t stream, const float* sinks) {
   check_supported(kernel, dtype, dims);
   check_aligned(kernel, {{"q", q}, {"k", k}, {"v", v}}, "o", o);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *Q = static_cast<const T*>(q), *K = static_cast<const T*>(k), *V = static_cast<const T*>(v);
     if constexpr (std::is_same_v<T, float>) {
-      v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);  // v2 refused fp32 above
+      v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, sinks, stream);  // v2 refused fp32 above
     } else {
-      if (kernel == Kernel::v1) v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
-      else if (kernel == Kernel::v2) v2_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
-      else v3_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, stream);
+      if (kernel == Kernel::v1) v1_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, sinks, stream);
+      else if (kernel == Kernel::v2) v2_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, sinks, stream);
+      else v3_forward<T>(dims, Q, K, V, mask, scale, static_cast<T*>(o), lse, sinks, stream);
     }
   });
 }

@@ -14,8 +14,12 @@
 //             P = exp(scale Q K^T - LSE), dV += P^T dO, dS = P (dO V^T - Delta),
 //             dQ += scale dS K, dK += scale dS^T Q       (ACCUMULATES, fp32)
 // GQA by head mapping (query head i reads KV head i / (h / hk)); masks are mask_rule.h's MaskRule
-// (none, causal with an offset: the CP sections, ranges: THD per-sequence causal), applied per
-// element and used to skip key blocks no row of a query block can see, never materialised.
+// (none, causal with an offset: the CP sections, ranges: THD per-sequence masks and the sliding
+// windows and chunks of mask_rule.h's PositionRule, whose per-row runs the reference's tiles carry),
+// applied per element and used to skip key blocks no row of a query block can see, never
+// materialised. Attention sinks: attention_forward's `sinks`, and sink_kernels.h (apply_sinks_f32
+// after a merge, sink_grad_f32 for d s_h; the backward itself needs nothing more: with the final,
+// sink-including LSE and Delta it is already the gradient of the extended softmax).
 // The per-row arithmetic is softmax_rules.h, shared with the reference and tested on the CPU.
 // Tensors are token-major like the reference: q (sq, h, d), k (sk, hk, d), v (sk, hk, dv),
 // o (sq, h, dv), lse and delta (h, sq); all pointers are device memory, contiguous, and work is
@@ -35,6 +39,7 @@
 #include "core/mask.h"
 #include "core/mask_rule.h"
 #include "merge.h"  // merge_streaming, merge_lse, fold_correction, accumulate_f32, cast_from_f32
+#include "sink_kernels.h"  // apply_sinks_f32, sink_grad_f32
 
 namespace cplab::cuda {
 
@@ -76,10 +81,13 @@ class DeviceMask {
   MaskRule rule_;
 };
 
-// o (sq, h, dv) of `dtype`, lse (h, sq) fp32
+// o (sq, h, dv) of `dtype`, lse (h, sq) fp32. sinks: null, or (h) fp32 device logits s_i: each row's
+// softmax denominator gains exp(s_i), nothing is added to O, the LSE includes it (sink_kernels.h,
+// reference/core/sinks.h; a row that sees no key stays O = 0, LSE = -inf). Only right when this call
+// sees the row's every key: a CP mode that merges tiles applies apply_sinks_f32 after its last merge.
 void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k,
                        const void* v, const MaskRule& mask, float scale, void* o, float* lse,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const float* sinks = nullptr);
 
 // delta (h, n) fp32 = sum_e dO(t, i, e) O(t, i, e); o and dout (n, h, dv) of `dtype`
 void softmax_delta(DType dtype, std::int64_t n, std::int64_t h, std::int64_t dv, const void* o,

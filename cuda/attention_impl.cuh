@@ -1,7 +1,8 @@
 // attention_impl.cuh: what the attention kernels of cuda/ share, inside cuda/ only.
 //
 // What it is: element conversions (to_float / from_float for float, __half, __nv_bfloat16), the
-// DType -> element type dispatch, the plain-data dims a kernel receives, and the launchers each
+// DType -> element type dispatch, the plain-data dims a kernel receives, the attention-sink fold of a
+// row (fold_sink, sink_grad_term: sinks.h's rules), and the launchers each
 // kernel file defines (attention_v1.cu, attention_v2_fwd.cu, attention_v2_bwd.cu,
 // attention_v3_fwd.cu) for the host API in attention.cu (merge.cu uses the conversions, dispatch,
 // check_launch and blocks_for too).
@@ -65,17 +66,36 @@ inline void check_launch(const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string("CUDA error: launching ") + what + ": " + cudaGetErrorString(err));
 }
 
-// ---- launchers (dims already checked by check_supported) ----
+// ---- attention sinks (reference/core/sinks.h, with its rules: softmax_rules.h lse_merge, merge_weight)
+// A row's FINAL lse gains its head's sink s: lse' = lse_merge(lse, s); the row's O is multiplied by
+// weight = merge_weight(lse, lse') = exp(lse - lse'). A row that sees no key (lse = -inf) stays
+// empty: lse' = -inf, weight 1 (O is 0), as sinks.cpp apply_sinks.
+struct SinkFold {
+  float lse, weight;
+};
+__device__ __forceinline__ SinkFold fold_sink(float lse, float s) {
+  if (lse == neg_inf<float>()) return {lse, 1.f};
+  const float merged = lse_merge(lse, s);
+  return {merged, merge_weight(lse, merged)};
+}
+// one row's term of d s_h (sinks.cpp sink_grad), before the minus sign: exp(s - lse') Delta, 0 for
+// a row that sees no key
+__device__ __forceinline__ float sink_grad_term(float s, float lse, float delta) {
+  return lse == neg_inf<float>() ? 0.f : hd_exp(s - lse) * delta;
+}
+
+// ---- launchers (dims already checked by check_supported); sinks: null, or (h) logits folded into
+// every row as it is stored (fold_sink) ----
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse, cudaStream_t s);
+                float* lse, const float* sinks, cudaStream_t s);
 template <class T>
 void v1_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                  const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
                  cudaStream_t s);
 template <class T>
 void v2_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse, cudaStream_t s);
+                float* lse, const float* sinks, cudaStream_t s);
 template <class T>
 void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                  const float* delta, const MaskRule& mask, float scale, float* dq, float* dk, float* dv,
@@ -83,7 +103,7 @@ void v2_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T*
 
 template <class T>
 void v3_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse, cudaStream_t s);
+                float* lse, const float* sinks, cudaStream_t s);
 bool v3_built();  // attention_v3_fwd.cu was compiled for sm_90a
 
 // allows `kernel` `bytes` of dynamic shared memory (above the default 48 KB) on the current device.

@@ -1,6 +1,6 @@
 // attention_tile.cuh: what the v2 (mma.sync) and v3 (wgmma) forward kernels do alike around their
 // products: which key tiles a query block needs, the online softmax of one key tile on a thread's
-// accumulator registers, and the final O and LSE of a thread's rows.
+// accumulator registers, and the final O and LSE of a thread's rows (with the attention sink, if any).
 //
 // What it is: device functions over the accumulator layout both instructions share (mma_layout.h's
 // 16 x 8 C tiles, wgmma_layout.h's frag_d): a thread holds two rows, x = 0 and 1 (rows g and g + 8
@@ -84,17 +84,24 @@ __device__ __forceinline__ void softmax_tile(At&& at, OnlineRow<float> (&st)[2],
 
 // After the last tile: O = acc / l (D columns; acc(e) in the same register convention) stored as
 // T and the LSE, for the thread's rows row[x] < sq of query head i; o (sq, h, D), lse (h, sq).
+// sinks: null, or (h) logits: head i's sink folded into each row (attention_impl.cuh fold_sink,
+// reference/core/sinks.h), which is right because the kernel has seen the row's every key.
 template <int D, class T, class Acc>
 __device__ __forceinline__ void store_rows(OnlineRow<float> (&st)[2], const std::int64_t (&row)[2], std::int64_t sq,
-                                           std::int64_t h, std::int64_t i, int tg, Acc&& acc, T* o, float* lse) {
+                                           std::int64_t h, std::int64_t i, int tg, Acc&& acc, T* o, float* lse,
+                                           const float* sinks) {
   for (int x = 0; x < 2; ++x) st[x].l = quad_sum(st[x].l);
   for (int x = 0; x < 2; ++x) {
     if (row[x] >= sq) continue;
-    const float inv = online_inv_l(st[x]);
+    float inv = online_inv_l(st[x]), L = online_lse(st[x]);
+    if (sinks) {
+      const SinkFold f = fold_sink(L, sinks[i]);
+      inv *= f.weight, L = f.lse;
+    }
     T* out = o + (row[x] * h + i) * D;
     for (int nt = 0; nt < D / 8; ++nt)
       *reinterpret_cast<std::uint32_t*>(out + nt * 8 + 2 * tg) = pack2<T>(acc(4 * nt + 2 * x) * inv, acc(4 * nt + 2 * x + 1) * inv);
-    if (tg == 0) lse[i * sq + row[x]] = online_lse(st[x]);
+    if (tg == 0) lse[i * sq + row[x]] = L;
   }
 }
 

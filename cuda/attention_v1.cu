@@ -35,10 +35,11 @@ __device__ void stage(float* smem, const T* x, std::int64_t r0, int n, std::int6
   }
 }
 
-// q (sq,h,d) k (sk,hk,d) v (sk,hk,dv) -> o (sq,h,dv), lse (h,sq); grid (ceil(sq/kRows), h)
+// q (sq,h,d) k (sk,hk,d) v (sk,hk,dv) -> o (sq,h,dv), lse (h,sq); sinks (h) or null; grid (ceil(sq/kRows), h)
 template <class T>
 __global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, Dims D,
-                           MaskRule mask, float scale, T* __restrict__ o, float* __restrict__ lse) {
+                           MaskRule mask, float scale, T* __restrict__ o, float* __restrict__ lse,
+                           const float* __restrict__ sinks) {
   CPLAB_DYNAMIC_SMEM(float, smem);
   float* ks = smem;              // (kKeys, d)
   float* vs = smem + kKeys * D.d;  // (kKeys, dv)
@@ -81,9 +82,13 @@ __global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, con
     __syncthreads();
   }
   if (!valid) return;
-  const float inv = online_inv_l(row);
+  float inv = online_inv_l(row), L = online_lse(row);
+  if (sinks) {  // the row's whole key set is done: its head's sink joins the denominator once
+    const SinkFold f = fold_sink(L, sinks[i]);
+    inv *= f.weight, L = f.lse;
+  }
   for (int e = 0; e < D.dv; ++e) o[(a * D.h + i) * D.dv + e] = from_float<T>(acc[e] * inv);
-  lse[i * D.sq + a] = online_lse(row);
+  lse[i * D.sq + a] = L;
 }
 
 // dq (sq,h,d) += scale dS K; grid (ceil(sq/kRows), h)
@@ -182,10 +187,10 @@ __global__ void dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, co
 #ifndef CPLAB_EMULATE
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse, cudaStream_t s) {
+                float* lse, const float* sinks, cudaStream_t s) {
   const size_t smem = sizeof(float) * static_cast<size_t>(kKeys * (d.d + d.dv));
   fwd_kernel<T><<<dim3(blocks_for(d.sq, kRows), static_cast<unsigned>(d.h)), kRows, smem, s>>>(q, k, v, plain(d), mask,
-                                                                                              scale, o, lse);
+                                                                                              scale, o, lse, sinks);
   check_launch("attention v1 forward");
 }
 
@@ -205,7 +210,7 @@ void v1_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T*
 
 #define CPLAB_V1(T)                                                                                                  \
   template void v1_forward<T>(const AttnDims&, const T*, const T*, const T*, const MaskRule&, float, T*, float*,   \
-                              cudaStream_t);                                                                       \
+                              const float*, cudaStream_t);                                                  \
   template void v1_backward<T>(const AttnDims&, const T*, const T*, const T*, const T*, const float*, const float*, \
                                const MaskRule&, float, float*, float*, float*, cudaStream_t);
 CPLAB_V1(float)

@@ -9,7 +9,8 @@
 // are combined across the 4 lanes of a row with shuffles. Masks: key tiles no row of the block can
 // see are never loaded; tiles every row sees in full skip the per-element test; the others test
 // each element with MaskRule::keys (mask_rule.h). Shared-memory rows are padded by 16 bytes so the
-// ldmatrix rows fall in different banks.
+// ldmatrix rows fall in different banks. Attention sinks (sinks != null): folded into each row as
+// it is stored (attention_tile.cuh store_rows).
 // What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or tuned on a
 // GPU yet (block sizes are FA2's defaults for these head dims).
 #include "attention_impl.cuh"
@@ -37,7 +38,8 @@ struct Smem {
 template <int D, class T>
 __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
                                                        const T* __restrict__ v, Dims P, MaskRule mask, float scale,
-                                                       T* __restrict__ o, float* __restrict__ lse) {
+                                                       T* __restrict__ o, float* __restrict__ lse,
+                                                       const float* __restrict__ sinks) {
   CPLAB_DYNAMIC_SMEM_ALIGN16(unsigned char, raw);
   T* qs = reinterpret_cast<T*>(raw);
   // stage b's K and V tiles (arithmetic, not a pointer array: indexed by a runtime stage, an array
@@ -114,17 +116,17 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
     }
     __syncthreads();  // this buffer is refilled two iterations on
   }
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse);
+  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse, sinks);
 }
 
 #ifndef CPLAB_EMULATE
 template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
-            cudaStream_t s) {
+            const float* sinks, cudaStream_t s) {
   const size_t smem = Smem<D>::bytes(sizeof(T));
   allow_smem(fwd_kernel<D, T>, smem);
   fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
-      q, k, v, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
+      q, k, v, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse, sinks);
   check_launch("attention v2 forward");
 }
 #endif  // CPLAB_EMULATE
@@ -134,16 +136,16 @@ void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRul
 #ifndef CPLAB_EMULATE
 template <class T>
 void v2_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse, cudaStream_t s) {
-  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, s);
-  else launch<128, T>(d, q, k, v, mask, scale, o, lse, s);
+                float* lse, const float* sinks, cudaStream_t s) {
+  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, sinks, s);
+  else launch<128, T>(d, q, k, v, mask, scale, o, lse, sinks, s);
 }
 
 template void v2_forward<__half>(const AttnDims&, const __half*, const __half*, const __half*, const MaskRule&, float,
-                                 __half*, float*, cudaStream_t);
+                                 __half*, float*, const float*, cudaStream_t);
 template void v2_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
                                         const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
-                                        cudaStream_t);
+                                        const float*, cudaStream_t);
 #endif  // CPLAB_EMULATE
 
 }  // namespace cplab::cuda::detail

@@ -9,7 +9,8 @@
 // (attention_tile.cuh: the register convention is the same), and adds O += P V with
 // wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
 // shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
-// tiles every row sees in full skip the per-element test. Compiled for sm_90a when the build
+// tiles every row sees in full skip the per-element test (so sliding windows and chunks, as per-row
+// key ranges, are taken as in v2); attention sinks are folded in by v2's store_rows. Compiled for sm_90a when the build
 // targets 90 (CMake; otherwise the kernel body is empty and check_supported refuses v3); the
 // launcher refuses devices other than compute capability 9.0 with a cplab::Error.
 // What it is not: FlashAttention-3. There is no producer warp, no register reallocation
@@ -50,7 +51,7 @@ template <int D, class T>
 __global__ void __launch_bounds__(kThreads, 1)
     fwd_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                const __grid_constant__ CUtensorMap tv, Dims P, MaskRule mask, float scale, T* __restrict__ o,
-               float* __restrict__ lse) {
+               float* __restrict__ lse, const float* __restrict__ sinks) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = Smem<D>;
   extern __shared__ unsigned char raw[];
@@ -135,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
   }
 
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse);
+  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);
 #else
   __trap();  // not an sm_90a build: the launcher never gets here (v3_check_device)
 #endif
@@ -143,14 +144,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
-            cudaStream_t s) {
+            const float* sinks, cudaStream_t s) {
   const DType t = std::is_same_v<T, __half> ? DType::f16 : DType::bf16;
   const CUtensorMap tq = tma_tile_map(t, q, d.sq, d.h, D, kBr), tk = tma_tile_map(t, k, d.sk, d.hk, D, kBc),
                     tv = tma_tile_map(t, v, d.sk, d.hk, D, kBc);
   const size_t smem = Smem<D>::kBytes;
   allow_smem(fwd_kernel<D, T>, smem);
   fwd_kernel<D, T><<<dim3(blocks_for(d.sq, kBr), static_cast<unsigned>(d.h)), kThreads, smem, s>>>(
-      tq, tk, tv, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse);
+      tq, tk, tv, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse, sinks);
   check_launch("attention v3 forward");
 }
 
@@ -160,16 +161,16 @@ bool v3_built() { return CPLAB_HAVE_V3 != 0; }
 
 template <class T>
 void v3_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
-                cudaStream_t s) {
+                const float* sinks, cudaStream_t s) {
   v3_check_device();
-  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, s);
-  else launch<128, T>(d, q, k, v, mask, scale, o, lse, s);
+  if (d.d == 64) launch<64, T>(d, q, k, v, mask, scale, o, lse, sinks, s);
+  else launch<128, T>(d, q, k, v, mask, scale, o, lse, sinks, s);
 }
 
 template void v3_forward<__half>(const AttnDims&, const __half*, const __half*, const __half*, const MaskRule&, float,
-                                 __half*, float*, cudaStream_t);
+                                 __half*, float*, const float*, cudaStream_t);
 template void v3_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
                                         const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
-                                        cudaStream_t);
+                                        const float*, cudaStream_t);
 
 }  // namespace cplab::cuda::detail

@@ -73,6 +73,8 @@ GpuAgRank::GpuAgRank(const GpuCpSpec& s, Comm& cm) : RankIO(s), comm(&cm), r(cm.
   dv_split = RowMoves(L.dv_split);
   tiles = allgather_tiles(c.partition(), c.packing(), c.packed(), c.rule(), r);
   for (const AgTile& t : tiles) masks.emplace_back(t.mask, t.nq);
+  sinks = sink_buffer(c, 0, h);
+  dsinks = DeviceBuffer<float>(sinks.size());
 }
 
 void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ranks, CpWork work, TileTimes* times) {
@@ -103,7 +105,8 @@ void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ra
       } else {
         attention_forward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, h, hk, d, dv}, x->q.data() + sz(t.q0 * h * d) * e,
                           x->kv_seq.data() + sz(t.k0 * hk * d) * e, x->kv_seq.data() + sz(S * hk * d + t.k0 * hk * dv) * e,
-                          x->masks[ti].rule(), scale, x->o.data() + sz(t.q0 * h * dv) * e, lse, st);
+                          x->masks[ti].rule(), scale, x->o.data() + sz(t.q0 * h * dv) * e, lse, st,
+                          x->sinks.size() > 0 ? x->sinks.data() : nullptr);  // the tile sees its rows' every key
       }
       if (!whole) put_cols(x->lse.data(), lse, h, n, t.q0, t.nq, st);
     }
@@ -132,6 +135,10 @@ void gpu_allgather_backward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& r
       softmax_delta(s.dtype, n, h, dv, x->o.data(), x->dout.data(), x->delta.data(), st);
       CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dq.data(), 0, x->dq.size() * sizeof(float), st));
       CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dkv_seq.data(), 0, x->dkv_seq.size() * sizeof(float), st));
+      if (x->sinks.size() > 0) {  // d s_h of this rank's rows
+        CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dsinks.data(), 0, x->dsinks.size() * sizeof(float), st));
+        sink_grad_f32(n, h, x->lse.data(), x->delta.data(), x->sinks.data(), x->dsinks.data(), st);
+      }
       for (std::size_t ti = 0; ti < x->tiles.size(); ++ti) {
         const AgTile& t = x->tiles[ti];
         if (t.nk == 0) continue;  // no gradient where no key is seen

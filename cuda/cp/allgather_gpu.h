@@ -8,6 +8,9 @@
 //   backward  step 0: gather again (not kept: the memory this mode saves); step 1: the tiles'
 //             backward into full-length fp32 dK, dV; step 2: reduce-scatter them (an all-to-all
 //             of every rank's rows, then a sum: Comm has no reduction), fp32
+// Sliding windows and chunks come as the tiles' per-row key ranges (allgather_tiles takes the rule).
+// Attention sinks: each local query row is in exactly one tile, which sees all its keys, so the
+// kernel folds the sink in (attention_forward's sinks); the backward adds d s_h of the rank's rows.
 // One stream per rank; the driver issues each phase for every driven rank before the next.
 // What it is not: overlapped (TE pipelines the two zigzag chunks on two streams), or memory-lean
 // beyond the mode's own cost (the gathered block, the sequence-ordered K, V and the fp32 dK, dV of
@@ -49,6 +52,7 @@ struct GpuAgRank : RankIO {  // RankIO: q, kv, dout, o, dq, dkv in the data layo
   RowMoves dk_split, dv_split;                 // dkv_seq -> dkv_send
   std::vector<AgTile> tiles;
   std::vector<DeviceMask> masks;
+  DeviceBuffer<float> sinks, dsinks;           // (h): attention sinks and this rank's rows' d s_h; empty without
 };
 
 // q and kv set: o and lse on return (times: step 1 of each driven rank)

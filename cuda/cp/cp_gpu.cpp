@@ -1,11 +1,14 @@
 // cp_gpu.cpp: GpuCpRank and the mode dispatch (see cp_gpu.h).
 #include "cp_gpu.h"
 
+#include <cmath>
+
 #include "core/error.h"
+#include "core/util.h"
 
 namespace cplab::cuda {
 
-GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : comm_(&c) {
+GpuCpRank::GpuCpRank(const GpuCpSpec& s, Comm& c) : comm_(&c), h_(s.cp.h()), sinks_(s.cp.sinks()) {
   s.check();
   switch (s.cp.mode()) {
     case Mode::p2p:
@@ -43,6 +46,33 @@ const float* GpuCpRank::lse() const {
   if (ag_) return ag_->lse.data();
   if (uly_) return uly_->lse.data();
   return hcp_->ring.lse.data();
+}
+
+GpuCpRank::SinkSlot GpuCpRank::sink_slot() {
+  if (ring_) return {&ring_->sinks, &ring_->dsinks, 0};
+  if (ag_) return {&ag_->sinks, &ag_->dsinks, 0};
+  if (uly_) return {&uly_->sinks, &uly_->dsinks, comm_->rank() * static_cast<std::int64_t>(uly_->sinks.size())};
+  return {&hcp_->ring.sinks, &hcp_->ring.dsinks, hcp_->a * static_cast<std::int64_t>(hcp_->ring.sinks.size())};
+}
+
+void GpuCpRank::set_sinks(const std::vector<float>& logits) {
+  require(sinks_, "set_sinks: the spec has no --sinks");
+  require(static_cast<std::int64_t>(logits.size()) == h_, "set_sinks takes one logit per query head: " + num(h_) +
+                                                              " values, got " + num(static_cast<std::int64_t>(logits.size())));
+  for (float x : logits) require(std::isfinite(x), "set_sinks: every sink logit must be a finite number");
+  const SinkSlot slot = sink_slot();
+  const auto first = logits.begin() + slot.head0;
+  slot.sinks->copy_from_host(std::vector<float>(first, first + static_cast<std::ptrdiff_t>(slot.sinks->size())));
+}
+
+std::vector<double> GpuCpRank::dsinks() {
+  require(sinks_, "dsinks: the spec has no --sinks");
+  const SinkSlot slot = sink_slot();
+  std::vector<float> part(slot.ds->size());
+  slot.ds->copy_to_host(part);
+  std::vector<double> all(static_cast<std::size_t>(h_), 0.0);
+  for (std::size_t i = 0; i < part.size(); ++i) all[static_cast<std::size_t>(slot.head0) + i] = part[i];
+  return all;
 }
 
 std::vector<cudaStream_t> GpuCpRank::streams() {

@@ -10,6 +10,8 @@
 // allgather; head-sharded for a2a (this rank's h/P heads of all S tokens, sequence order) and
 // a2a+p2p (this rank's h/icp heads of its ring position's S/ocp tokens, outer zigzag order).
 // lse_in_data_layout() says which; the reference's lse_in_place reassembles the head-sharded ones.
+// Attention sinks: set_sinks hands the logits to the mode's rank, dsinks() reads this rank's part
+// of their gradient (each mode applies a sink once per row: ring_gpu.h, allgather_gpu.h, ...).
 // What it is not: a timing (cplab-bench cp) or the choice of a mode (cplab plan).
 #pragma once
 
@@ -44,6 +46,13 @@ class GpuCpRank {
   bool lse_in_data_layout() const { return ring_ || ag_; }
   const float* dq() const;
   const float* dkv() const;
+  // attention sinks (s.cp.sinks()): every query head's logit (h of them), before the forward; the
+  // rank keeps the heads it computes (all of them, or its head group under a2a and a2a+p2p).
+  // Without a call the spec's sink_logits are used, or zeros when it has none
+  void set_sinks(const std::vector<float>& logits);
+  // after the backward, with the rank's streams synchronized: this rank's rows' part of d s_h for
+  // every query head (0 for the heads it does not compute); the ranks' parts add up to d s_h
+  std::vector<double> dsinks();
   Comm& comm() { return *comm_; }
   // the streams this rank's work runs on (the outputs are complete once they are synchronized)
   std::vector<cudaStream_t> streams();
@@ -61,6 +70,15 @@ class GpuCpRank {
   std::unique_ptr<GpuUlyssesRank> uly_;
   std::unique_ptr<GpuHcpRank> hcp_;  // one of the four is set: the spec's mode (its rank type)
   RankIO* io_ = nullptr;  // the data-layout tensors of ag_, uly_ or hcp_
+  std::int64_t h_ = 0;    // the spec's query heads
+  bool sinks_ = false;    // the spec's sinks()
+  // the mode rank's sink buffers and the first query head they hold
+  struct SinkSlot {
+    DeviceBuffer<float>* sinks;
+    DeviceBuffer<float>* ds;
+    std::int64_t head0;
+  };
+  SinkSlot sink_slot();
 };
 
 // every driven rank through the mode (TileTimes: reset to s.cp.fwd_steps() / s.cp.bwd_steps() steps

@@ -24,9 +24,6 @@ void GpuCpSpec::check() const {
           "--replicate-kv is not supported on GPU ranks (the KV heads must divide by the a2a size)");
   require(cp.merge() == MergeKind::streaming,
           "GPU ranks merge partial results streaming (--merge fold runs on the CPU reference)");
-  // the GPU modes run the whole ring and apply no sinks yet: the CPU reference has them (cplab run)
-  require(cp.rule().plain() && !cp.sinks(),
-          "--window, --chunk and --sinks are not supported on GPU ranks yet (the CPU reference runs them: cplab run)");
   check_supported(kernel, dtype, tile_dims());
 }
 
@@ -55,11 +52,26 @@ RankIO::RankIO(const GpuCpSpec& s)
       dq(sz(s.cp.n() * s.cp.h() * s.cp.d())),
       dkv(sz(s.cp.n() * s.cp.hk() * (s.cp.d() + s.cp.dv()))) {}
 
+DeviceBuffer<float> sink_buffer(const CpSpec& c, std::int64_t head0, std::int64_t heads) {
+  if (!c.sinks()) return {};
+  require(head0 >= 0 && heads > 0 && head0 + heads <= c.h(),
+          "sink_buffer: heads [" + num(head0) + ", " + num(head0 + heads) + ") are not query heads of the spec (h = " +
+              num(c.h()) + ")");
+  const std::vector<double>& given = c.fields().sink_logits;
+  std::vector<float> v(sz(heads), 0.f);
+  if (!given.empty())
+    for (std::int64_t i = 0; i < heads; ++i) v[sz(i)] = static_cast<float>(given[sz(head0 + i)]);
+  DeviceBuffer<float> b(sz(heads));
+  b.copy_from_host(v);
+  return b;
+}
+
 std::string describe(const GpuCpSpec& s) {
   const CpSpec& c = s.cp;
   std::string t = "mode=" + to_string(c.mode()) + " layout=" + to_string(c.layout()) + " cp=" + num(c.P()) +
                   " seq=" + num(c.S()) + " heads=" + num(c.h()) + "/" + num(c.hk()) + " d=" + num(c.d()) + "/" +
-                  num(c.dv()) + " causal=" + num(c.causal()) + " dtype=" + to_string(s.dtype) +
+                  num(c.dv()) + " causal=" + num(c.causal()) + " window=" + num(c.window()) +
+                  " chunk=" + num(c.chunk()) + " sinks=" + num(c.sinks()) + " dtype=" + to_string(s.dtype) +
                   " kernel=v" + num(static_cast<int>(s.kernel)) + " hcp=" + num(c.icp()) + "x" + num(c.ocp()) +
                   " cu=";
   for (index_t x : c.fields().cu_seqlens) t += num(x) + ",";

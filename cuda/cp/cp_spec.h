@@ -7,8 +7,8 @@
 // (s.cp.P(), s.cp.S(), s.cp.partition(), s.cp.packed() ...): nothing here copies or re-derives
 // one. What is added is the GPU's own: check() applies the GPU's rules only (the CpSpec's own are
 // enforced by its construction): the kernel must support the mode's tiles (check_supported), no
-// --replicate-kv, streaming merges, no --window / --chunk / --sinks yet (the CPU reference has
-// them); tile_dims() is the attention each tile of the mode runs, kernel_scale() the softmax scale
+// --replicate-kv, streaming merges. --window, --chunk (as the reference's per-row key ranges) and
+// --sinks (once per row: sink_kernels.h) run in every mode with every kernel; tile_dims() is the attention each tile of the mode runs, kernel_scale() the softmax scale
 // as the kernels take it (fp32), and ring() the spec of the mode's
 // rings (ring_gpu.h: a GPU ring is described by a p2p GpuCpSpec, as the reference's ring by a p2p
 // CpSpec). Tensors on every rank are in the data layout of cp.partition() (layout.h), as in the
@@ -59,5 +59,10 @@ struct RankIO {
 
 // the spec, as its ranks compare it across processes (Comm::check_same_config)
 std::string describe(const GpuCpSpec& s);
+
+// Attention sinks on a rank: the logits of query heads [head0, head0 + heads) as fp32 device memory
+// (c.fields().sink_logits when given, else zeros until the caller uploads its own: GpuCpRank::set_sinks);
+// an empty buffer when the spec has no sinks
+DeviceBuffer<float> sink_buffer(const CpSpec& c, std::int64_t head0, std::int64_t heads);
 
 }  // namespace cplab::cuda

@@ -25,6 +25,10 @@ GpuHcpRank::GpuHcpRank(const GpuCpSpec& s, Comm& c)
       ring(s.ring(), c, hcp_ring_members(s.cp.icp(), s.cp.ocp(), a)),
       a2a(hcp_inner_plan(s.cp.partition(), s.cp.icp(), s.cp.ocp(), p), a, s) {
   require(c.size() == s.cp.P(), "the communicator has " + num(c.size()) + " ranks, the spec cp = " + num(s.cp.P()));
+  // ring a holds head group a: its sinks (hierarchical_cp.cpp hcp_forward gives ring a the same)
+  const std::int64_t hg = s.cp.h() / s.cp.icp();
+  ring.sinks = sink_buffer(s.cp, a * hg, hg);
+  ring.dsinks = DeviceBuffer<float>(ring.sinks.size());
 }
 
 void gpu_hcp_forward(const GpuCpSpec& s, const std::vector<GpuHcpRank*>& ranks, CpWork work, TileTimes* times) {

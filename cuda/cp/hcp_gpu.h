@@ -8,7 +8,9 @@
 //             a of the group's two super-chunks); steps 1..ocp: the ring (ring_gpu.h) over ring a,
 //             double-buffered KV on its transfer stream; step ocp+1: inner all-to-all back of O
 //   backward  dO inward, the ring backward, dQ, dK, dV back (fp32)
-// The LSE stays head-sharded in the ring (ring.lse, (h/icp, S/ocp)), as in TE.
+// The LSE stays head-sharded in the ring (ring.lse, (h/icp, S/ocp)), as in TE. Windows and chunks:
+// the ring's spec carries the rule (hcp_ring_spec) and makes the reference's H hops; attention
+// sinks: ring a gets head group a's logits (ring.sinks), applied once per row after its last merge.
 // What it is not: packed sequences (the reference refuses them for a2a+p2p too).
 #pragma once
 

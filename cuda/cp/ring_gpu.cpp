@@ -60,6 +60,21 @@ Comm* checked(const GpuCpSpec& s, Comm& c) {
 
 }  // namespace
 
+RingGpuPlan ring_gpu_plan(const CpSpec& c, std::int64_t pos) {
+  require(c.mode() == Mode::p2p, "ring_gpu_plan takes a p2p spec (GpuCpSpec::ring()), not --mode " + to_string(c.mode()));
+  const std::int64_t P = c.P();
+  require(pos >= 0 && pos < P, "ring position " + num(pos) + " is outside the ring of " + num(P));
+  const Partition& part = c.partition();
+  const Packing* packing = c.packed() ? &c.packing() : nullptr;
+  RingGpuPlan plan;
+  plan.steps = c.ring_hops() + 1;  // the reference's: ring_schedule.h ring_hops
+  for (std::int64_t i = 0; i < plan.steps; ++i) {
+    plan.fwd.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_fwd_kv_block(P, pos, i)));
+    plan.bwd.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_bwd_kv_block(P, pos, i, plan.steps)));
+  }
+  return plan;
+}
+
 GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
     : comm(checked(s, cm)),
       members(std::move(ring)),
@@ -78,7 +93,9 @@ GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
       dq(sz(s.cp.n() * s.cp.h() * s.cp.d())),
       dkv_acc(kv_elems(s.cp)),
       dkv_in(kv_elems(s.cp)),
-      dkv_step(kv_elems(s.cp)) {
+      dkv_step(kv_elems(s.cp)),
+      sinks(sink_buffer(s.cp, 0, s.cp.h())),
+      dsinks(sinks.size()) {
   const CpSpec& c = s.cp;
   const std::int64_t P = c.P();
   if (members.empty())
@@ -88,12 +105,9 @@ GpuRingRank::GpuRingRank(const GpuCpSpec& s, Comm& cm, std::vector<int> ring)
   const auto me = std::find(members.begin(), members.end(), comm->rank());
   require(me != members.end(), "rank " + std::to_string(comm->rank()) + " is not a member of its ring");
   pos = me - members.begin();
-  const Partition& part = c.partition();
-  const Packing* packing = c.packed() ? &c.packing() : nullptr;
-  for (std::int64_t i = 0; i < P; ++i) {
-    fwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_fwd_kv_block(P, pos, i)));
-    bwd_tiles.push_back(ring_plan_tile(part, packing, c.rule(), pos, ring_bwd_kv_block(P, pos, i)));
-  }
+  RingGpuPlan plan = ring_gpu_plan(c, pos);
+  fwd_tiles = std::move(plan.fwd);
+  bwd_tiles = std::move(plan.bwd);
   for (const RingTile& t : fwd_tiles) fwd_masks.emplace_back(t.mask, t.nq);
   for (const RingTile& t : bwd_tiles) bwd_masks.emplace_back(t.mask, t.nq);
 }
@@ -116,9 +130,14 @@ void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks
     x->held = x->kv_in ? x->kv_in : x->kv_cur.data();
   }
   const std::size_t kv_bytes = kv_elems(c) * es(s);
-  for (std::int64_t i = 0; i < P; ++i) {
+  const std::int64_t steps = c.ring_hops() + 1;  // H hops: fewer than P - 1 when a window or chunk allows
+  for (GpuRingRank* x : ranks)
+    require(static_cast<std::int64_t>(x->fwd_tiles.size()) == steps,
+            "a rank's ring plan has " + num(static_cast<std::int64_t>(x->fwd_tiles.size())) + " steps, the spec's ring " +
+                num(steps) + " (the rank was built for another spec)");
+  for (std::int64_t i = 0; i < steps; ++i) {
     const Nvtx step_range("forward step " + std::to_string(i));
-    const RingPost post = ring_fwd_post(P, i);
+    const RingPost post = ring_fwd_post(steps, i);
     if (post.posts && does_comm(work))
       for (GpuRingRank* x : ranks) {  // the held block travels to r+1 while this step computes
         const std::int64_t r = x->pos;
@@ -153,6 +172,9 @@ void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks
       }
   }
   for (GpuRingRank* x : ranks) {
+    // the sink enters each row once, into its final merged result (the reference's ring_forward)
+    if (x->sinks.size() > 0 && does_compute(work))
+      apply_sinks_f32(n, h, dv, x->o_acc.data(), x->lse.data(), x->sinks.data(), x->compute.get());
     cast_from_f32(s.dtype, x->o_acc.data(), x->o.data(), n * h * dv, x->compute.get());
     x->computed.record(x->compute.get());
   }
@@ -172,11 +194,16 @@ void gpu_ring_backward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& rank
     softmax_delta(s.dtype, n, h, dv, x->o.data(), x->dout.data(), x->delta.data(), st);
     for (DeviceBuffer<float>* b : {&x->dq, &x->dkv_acc, &x->dkv_in})
       CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float), st));
+    if (x->sinks.size() > 0) {  // d s_h of this rank's rows, from the final (sink-including) LSE and Delta
+      CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dsinks.data(), 0, x->dsinks.size() * sizeof(float), st));
+      if (does_compute(work)) sink_grad_f32(n, h, x->lse.data(), x->delta.data(), x->sinks.data(), x->dsinks.data(), st);
+    }
     x->computed.record(st);
   }
-  for (std::int64_t i = 0; i < P; ++i) {
+  const std::int64_t steps = c.ring_hops() + 1;
+  for (std::int64_t i = 0; i < steps; ++i) {
     const Nvtx step_range("backward step " + std::to_string(i));
-    const RingPost post = ring_bwd_post(P, i);
+    const RingPost post = ring_bwd_post(steps, i);
     const bool transfer = post.posts && does_comm(work);
     if (transfer)
       for (GpuRingRank* x : ranks) {  // K, V and/or the dK, dV accumulated so far travel to r-1

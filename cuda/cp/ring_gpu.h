@@ -21,7 +21,12 @@
 // A ring may be a sub-group of the communicator (the outer rings of hcp_gpu.h): its members are
 // global ranks, position p of the ring is members[p]. Packed sequences (THD, s.cp.packed()) use
 // ring_schedule.h's packed tiles (token masks as per-row key ranges); every tile's mask is copied
-// to the device once, when the rank is built.
+// to the device once, when the rank is built. Sliding windows and chunks (s.cp.rule()) come the
+// same way, per-row key ranges of ring_plan_tile, and the ring makes H = s.cp.ring_hops() hops,
+// H + 1 steps per phase (ring_schedule.h: it stops early when no tile beyond H hops sees a key),
+// as the reference's ring. Attention sinks (non-empty `sinks`): applied once per row to the final
+// merged (O, LSE) before the cast (sink_kernels.h apply_sinks_f32), and the backward adds this
+// rank's rows' d s_h into `dsinks` (sink_grad_f32).
 // What it is not: the other modes (cp_gpu.h dispatches), or a benchmark (cplab-bench cp times it).
 #pragma once
 
@@ -59,19 +64,34 @@ struct GpuRingRank {
   DeviceBuffer<float> dq;             // (n, h, d)
   // dK (n, hk, d) then dV (n, hk, dv) of a held block: accumulated so far, arriving, this step's
   DeviceBuffer<float> dkv_acc, dkv_in, dkv_step;
-  std::vector<RingTile> fwd_tiles, bwd_tiles;    // per step: ring_plan_tile of the held block
+  std::vector<RingTile> fwd_tiles, bwd_tiles;    // per step (H + 1 of them): ring_plan_tile of the held block
   std::vector<DeviceMask> fwd_masks, bwd_masks;  // their masks on the device
+  // attention sinks: the logits of the ring's heads (h of the ring's spec) and this rank's rows'
+  // d s_h; empty without sinks. Allocated here when s.cp.sinks(); a2a+p2p's rank allocates its
+  // ring's (head group a) itself, as the reference's rings take the group's sinks
+  DeviceBuffer<float> sinks, dsinks;
 };
+
+// The plan of ring position `pos` (host only, no CUDA call): the ring's H + 1 steps (H =
+// c.ring_hops(), the reference's) and the tile of the held block at each forward and backward step
+// (ring_schedule.h ring_plan_tile of ring_fwd_kv_block / ring_bwd_kv_block over H + 1 steps). What
+// GpuRingRank builds and gpu_ring_forward / gpu_ring_backward step through.
+struct RingGpuPlan {
+  std::int64_t steps = 0;
+  std::vector<RingTile> fwd, bwd;
+};
+RingGpuPlan ring_gpu_plan(const CpSpec& c, std::int64_t pos);
 
 // s: the ring's spec (cp.mode() p2p: cplab::Error otherwise, before any CUDA call).
 // kv_in (or, when null, kv_cur) holds the rank's own K, V on entry; on return o and lse are the
-// rank's attention output, and `held` the block the backward starts from (TE saves it). With
+// rank's attention output (with the sinks, if any), and `held` the block the backward starts from
+// (TE saves it). With
 // `times`, the compute of ring step i is recorded as step step0 + i of the i-th driven rank (the
 // caller reset()s it).
 void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
                       TileTimes* times = nullptr, std::int64_t step0 = 0);
 // after gpu_ring_forward on the same ranks, with dout set: dq and dkv_acc (dK then dV of the
-// rank's own block) on return
+// rank's own block) on return, and dsinks (this rank's rows' d s_h) when the ring has sinks
 void gpu_ring_backward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks, CpWork work = CpWork::all,
                        TileTimes* times = nullptr, std::int64_t step0 = 0);
 

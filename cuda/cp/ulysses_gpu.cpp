@@ -31,6 +31,8 @@ GpuUlyssesRank::GpuUlyssesRank(const GpuCpSpec& s, Comm& cm)
   dqs = DeviceBuffer<float>(sz(S * hg * d));
   dks = DeviceBuffer<float>(sz(S * hkg * d));
   dvs = DeviceBuffer<float>(sz(S * hkg * dv));
+  sinks = sink_buffer(c, cm.rank() * hg, hg);  // head group g = rank (sequence_plan)
+  dsinks = DeviceBuffer<float>(sinks.size());
 }
 
 void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>& ranks, CpWork work, TileTimes* times) {
@@ -53,7 +55,8 @@ void gpu_ulysses_forward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>&
       GpuUlyssesRank* x = ranks[xi];
       if (times) times->start(1, xi, x->stream.get());
       attention_forward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(),
-                        x->mask.rule(), scale, x->os.data(), x->lse.data(), x->stream.get());
+                        x->mask.rule(), scale, x->os.data(), x->lse.data(), x->stream.get(),
+                        x->sinks.size() > 0 ? x->sinks.data() : nullptr);
       if (times) times->stop(1, xi, x->stream.get());
     }
   }
@@ -81,6 +84,10 @@ void gpu_ulysses_backward(const GpuCpSpec& s, const std::vector<GpuUlyssesRank*>
       if (times) times->start(1, xi, st);
       softmax_delta(s.dtype, S, hg, dv, x->os.data(), x->dos.data(), x->delta.data(), st);
       for (DeviceBuffer<float>* b : {&x->dqs, &x->dks, &x->dvs}) CPLAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float), st));
+      if (x->sinks.size() > 0) {  // d s_h of head group g over every token
+        CPLAB_CUDA_CHECK(cudaMemsetAsync(x->dsinks.data(), 0, x->dsinks.size() * sizeof(float), st));
+        sink_grad_f32(S, hg, x->lse.data(), x->delta.data(), x->sinks.data(), x->dsinks.data(), st);
+      }
       attention_backward(s.kernel, s.dtype, AttnDims{S, S, hg, hkg, d, dv}, x->qs.data(), x->ks.data(), x->vs.data(),
                          x->dos.data(), x->lse.data(), x->delta.data(), x->mask.rule(), scale, x->dqs.data(),
                          x->dks.data(), x->dvs.data(), st);

@@ -7,6 +7,9 @@
 //             step 1: attention over the whole sequence with h/P heads, no merging;
 //             step 2: all-to-all O back. The LSE stays head-sharded (TE keeps it there).
 //   backward  step 0: dO inward; step 1: the backward; step 2: dQ, dK, dV back (fp32).
+// The mask is the rule's (sliding window, chunk) over all S positions. Attention sinks: the rank
+// sees every key of its head group's rows, so the kernel folds head group g's sinks in (the
+// reference applies them before O leaves); the backward adds d s_h of those heads over all S rows.
 // One stream per rank; the driver issues each phase for every driven rank before the next.
 // What it is not: pipelined (TE overlaps the all-to-alls of Q, K and V with each other), or
 // replicating KV heads: the KV heads must divide by cp (GpuCpSpec::check).
@@ -31,6 +34,7 @@ struct GpuUlyssesRank : RankIO {  // RankIO: q, kv, dout, o, dq, dkv in the data
   DeviceBuffer<float> dqs, dks, dvs;       // fp32, shaped like qs, ks, vs
   A2aSet a2a;                              // sequence_plan over every rank
   DeviceMask mask;
+  DeviceBuffer<float> sinks, dsinks;       // (h/P): head group g's sinks and d s_h; empty without
   cudaStream_t main_stream() { return stream.get(); }
 };
 

@@ -11,7 +11,10 @@
 // ranges (an empty partial first, so -inf meets -inf; a row empty in every partial; row offsets),
 // merged on the GPU, streaming and TE's fold, equal attention over all keys. Sequence lengths are not multiples of the 64- and
 // 128-row tiles, so tails are exercised, and the long cases take 5 key tiles of 128, so v3's two
-// TMA stages are each reused with the barrier phase flipped.
+// TMA stages are each reused with the barrier phase flipped. The masks of today's models (sliding
+// windows causal 1, 7, 64 and two-sided 7, 64; chunks 16, 100; packed with a window or a chunk,
+// from the reference's PositionRule) with attention sinks on and off, d s_h included, and
+// apply_sinks_f32 on a merge of key blocks (a sink once per row, as the CP modes apply it).
 // Tolerances (max |gpu - ref| / max |ref|, per tensor), in test_gpu_util.h (tolerance()) and cuda/README.md:
 //   fp32 (v1):  O 1e-5,  LSE 1e-5 (absolute, per unit of max(1, |LSE|)),  dQ dK dV 1e-4
 //   fp16:       O 4e-3,  LSE 1e-4,  dQ dK dV 1e-2
@@ -32,6 +35,7 @@
 #include "attention.h"
 #include "core/dense_attention.h"
 #include "device_buffer.h"
+#include "layout/thd.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "test_gpu_util.h"
@@ -86,11 +90,32 @@ std::vector<Case> cases() {
   return c;
 }
 
-void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Case& c) {
+// sliding windows, chunks and packed sequences as the reference builds them (mask_rule.h
+// PositionRule through sequence_mask / thd.h token_mask), over 200 tokens
+std::vector<Case> rule_cases() {
+  const index_t n = 200;
+  auto rule = [&](const std::string& name, const PositionRule& r) { return Case{name, n, n, sequence_mask(r, n)}; };
+  std::vector<Case> c = {rule("causal window 1", PositionRule{true, 1, 0}),  rule("causal window 7", PositionRule{true, 7, 0}),
+                         rule("causal window 64", PositionRule{true, 64, 0}), rule("two-sided window 7", PositionRule{false, 7, 0}),
+                         rule("two-sided window 64", PositionRule{false, 64, 0}), rule("chunk 16", PositionRule{true, 0, 16}),
+                         rule("chunk 100", PositionRule{true, 0, 100})};
+  const Packing p = Packing::padded({0, 70, 150, 197}, 8);  // padding rows see nothing
+  std::vector<index_t> all(static_cast<size_t>(p.total()));
+  for (index_t x = 0; x < p.total(); ++x) all[static_cast<size_t>(x)] = x;
+  c.push_back({"packed, causal window 7", p.total(), p.total(), token_mask(p, all, all, PositionRule{true, 7, 0})});
+  c.push_back({"packed, chunk 16", p.total(), p.total(), token_mask(p, all, all, PositionRule{true, 0, 16})});
+  return c;
+}
+
+// sinks: none, or one fp32-exact logit per query head (the forward kernel takes them; d s_h from
+// sink_grad_f32, checked against the reference's with the gradient tolerance)
+void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Case& c, const std::vector<double>& sinks = {}) {
   const Tol tol = tolerance(t);
   const AttnDims dims{c.sq, c.sk, h, hk, d, d};
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const RefCase rc = ref_case(c.sq, c.sk, h, hk, d, d, c.mask, scale, t);
+  const RefCase rc = ref_case(c.sq, c.sk, h, hk, d, d, c.mask, scale, t, sinks);
+  DeviceBuffer<float> S(sinks.size());
+  if (!sinks.empty()) S.copy_from_host(std::vector<float>(sinks.begin(), sinks.end()));
   const auto &q = rc.q, &k = rc.k, &v = rc.v, &dout = rc.dout;
   const AttnOut<double>& ref = rc.ref;
   const AttnGrads<double>& g = rc.g;
@@ -101,7 +126,8 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   const DeviceMask mask(c.mask, c.sq);
   poison(O);
   poison(L);
-  attention_forward(kernel, t, dims, Q.data(), K.data(), V.data(), mask.rule(), static_cast<float>(scale), O.data(), L.data(), nullptr);
+  attention_forward(kernel, t, dims, Q.data(), K.data(), V.data(), mask.rule(), static_cast<float>(scale), O.data(), L.data(), nullptr,
+                    sinks.empty() ? nullptr : S.data());
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
   CHECK(rel(download_t(O.data(), O.size() / dtype_size(t), t), ref.o.data) < tol.o);
   CHECK(lse_err(download_f(L.data(), L.size()), ref.lse) < tol.lse);
@@ -115,9 +141,14 @@ void run_case(Kernel kernel, DType t, index_t d, index_t h, index_t hk, const Ca
   attention_backward(kernel, t, dims, Q.data(), K.data(), V.data(), dO.data(), L.data(), Delta.data(), mask.rule(),
                      static_cast<float>(scale), dQ.data(), dK.data(), dV.data(), nullptr);
   CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  CHECK(rel(minus(download_f(dQ.data(), dQ.size()), c0), g.dq.data) < tol.grad);
-  CHECK(rel(minus(download_f(dK.data(), dK.size()), c0), g.dk.data) < tol.grad);
+  CHECK(grad_err(minus(download_f(dQ.data(), dQ.size()), c0), g.dq.data, g.dv.data) < tol.grad);
+  CHECK(grad_err(minus(download_f(dK.data(), dK.size()), c0), g.dk.data, g.dv.data) < tol.grad);
   CHECK(rel(minus(download_f(dV.data(), dV.size()), c0), g.dv.data) < tol.grad);
+  if (sinks.empty()) return;
+  auto ds = filled(sinks.size(), c0);  // sink_grad_f32 accumulates (-=)
+  sink_grad_f32(c.sq, h, L.data(), Delta.data(), S.data(), ds.data(), nullptr);
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(rel(minus(download_f(ds.data(), ds.size()), c0), g.dsinks) < tol.grad);
 }
 
 // kernel v3 runs on compute capability 9.0 only: elsewhere it must refuse, and the test says so
@@ -149,6 +180,57 @@ TEST_CASE("attention: every kernel x dtype x head dim x mask x MHA/GQA equals th
           CAPTURE(c.name);
           run_case(kd.k, kd.t, d, 4, hk, c);
         }
+}
+
+TEST_CASE("attention: windows, chunks, packed, sinks on and off: every kernel equals the double reference") {
+  struct KD {
+    Kernel k;
+    DType t;
+  };
+  std::vector<KD> kds = {{Kernel::v1, DType::f32}, {Kernel::v2, DType::f16}, {Kernel::v2, DType::bf16}};
+  if (v3_here()) kds.push_back({Kernel::v3, DType::bf16});
+  for (const KD kd : kds)
+    for (index_t d : {64, 128})
+      for (const Case& c : rule_cases())
+        for (bool with_sinks : {false, true}) {
+          CAPTURE(to_string(kd.k));
+          CAPTURE(to_string(kd.t));
+          CAPTURE(d);
+          CAPTURE(c.name);
+          CAPTURE(with_sinks);
+          run_case(kd.k, kd.t, d, 4, 2, c, with_sinks ? sink_logits(4) : std::vector<double>{});
+        }
+}
+
+TEST_CASE("attention: apply_sinks_f32 after a merge of key blocks equals attention with the sink, once per row") {
+  const DType t = DType::bf16;
+  const index_t n = 200, h = 4, d = 64, split = 90;
+  const double scale = 0.125;
+  const Mask mask = sequence_mask(PositionRule{true, 64, 0}, n);
+  const std::vector<double> sinks = sink_logits(h);
+  const RefCase rc = ref_case(n, n, h, h, d, d, mask, scale, t, sinks);
+  auto Q = upload(rc.q.data, t), K = upload(rc.k.data, t), V = upload(rc.v.data, t);
+  auto acc = zeros(static_cast<size_t>(n * h * d));
+  DeviceBuffer<float> lse(static_cast<size_t>(h * n)), S(static_cast<size_t>(h)), lp(static_cast<size_t>(h * n));
+  lse.copy_from_host(std::vector<float>(static_cast<size_t>(h * n), -INFINITY));
+  S.copy_from_host(std::vector<float>(sinks.begin(), sinks.end()));
+  DeviceBuffer<std::byte> op(static_cast<size_t>(n * h * d) * dtype_size(t));
+  for (auto [b0, nb] : {std::pair<index_t, index_t>{0, split}, {split, n - split}}) {  // two key blocks, no sink
+    std::vector<std::int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
+    for (index_t a = 0; a < n; ++a) {
+      const KeyRange r = mask.keys(a, n);
+      lo[static_cast<size_t>(a)] = std::clamp<std::int64_t>(r.lo - b0, 0, nb), hi[static_cast<size_t>(a)] = std::clamp<std::int64_t>(r.hi - b0, 0, nb);
+    }
+    const DeviceMask m(Mask::ranges(lo, hi), n);
+    const std::size_t off = static_cast<std::size_t>(b0 * h * d) * dtype_size(t);
+    attention_forward(Kernel::v2, t, AttnDims{n, nb, h, h, d, d}, Q.data(), K.data() + off, V.data() + off, m.rule(),
+                      static_cast<float>(scale), op.data(), lp.data(), nullptr);
+    merge_streaming(t, n, h, d, acc.data(), lse.data(), 0, n, op.data(), lp.data(), nullptr);
+  }
+  apply_sinks_f32(n, h, d, acc.data(), lse.data(), S.data(), nullptr);
+  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(rel(download_f(acc.data(), acc.size()), rc.ref.o.data) < tolerance(t).o);
+  CHECK(lse_err(download_f(lse.data(), lse.size()), rc.ref.lse) < tolerance(t).lse);
 }
 
 TEST_CASE("attention: v1 also takes fp16") { run_case(Kernel::v1, DType::f16, 64, 2, 1, cases()[1]); }

@@ -4,11 +4,14 @@
 // What it is: for the GPU tests of tests/cuda/ (test_attention.cpp, test_ring_gpu.cpp,
 // test_modes_gpu.cpp, ...) and the CPU emulation of the kernels (emu/test_kernel_emu.cpp):
 //   rounded_tensor  tests/helpers.h's seeded uniform(-1, 1) tensor, rounded to the dtype (what the GPU sees)
-//   ref_case        one case's rounded q, k, v, dO and its double reference (O, LSE, dQ, dK, dV)
+//   ref_case        one case's rounded q, k, v, dO and its double reference (O, LSE, dQ, dK, dV;
+//                   with attention sinks also d s_h); sink_logits: fp32-exact logits for tests
 //   upload / download_f / download_t / as_tensor   device buffers from and to host doubles
 //   rel             max |x - ref| / max |ref|: core/rel_error.h's rel_error (the one metric and its
 //                   convention: -inf on both sides is equal, any other infinity or a NaN fails)
 //   lse_err         absolute LSE error per unit of max(1, |LSE|)
+//   grad_err        dQ or dK error per unit of the larger of max|ref| and max|dV ref| (a window of
+//                   one key makes dQ = dK = 0 exactly, where a relative error is noise over noise)
 //   tolerance       the per-dtype tolerances (cuda/README.md)
 //   v3_unavailable  why kernel v3 cannot run here ("" when it can: an sm_90a build on a 9.0 device)
 // What it is not: used by the library; tests only (needs doctest).
@@ -16,6 +19,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -64,13 +68,24 @@ struct RefCase {
   AttnOut<double> ref;
   AttnGrads<double> g;
 };
+// sinks: none, or one attention-sink logit per query head (g.dsinks is then their gradient)
 inline RefCase ref_case(index_t sq, index_t sk, index_t h, index_t hk, index_t d, index_t dv, const Mask& mask, double scale,
-                        DType t) {
+                        DType t, const std::vector<double>& sinks = {}) {
   RefCase c{rounded_tensor(sq, h, d, 1, t), rounded_tensor(sk, hk, d, 2, t), rounded_tensor(sk, hk, dv, 3, t),
             rounded_tensor(sq, h, dv, 4, t), {}, {}};
-  c.ref = dense_forward(c.q, c.k, c.v, mask, scale);
-  c.g = dense_backward(c.q, c.k, c.v, c.ref, c.dout, mask, scale);
+  const double* s = sinks.empty() ? nullptr : sinks.data();
+  c.ref = dense_forward(c.q, c.k, c.v, mask, scale, s);
+  c.g = dense_backward(c.q, c.k, c.v, c.ref, c.dout, mask, scale, s);
   return c;
+}
+
+// sink logits for h heads, exact in fp32 (the kernels take fp32), of both signs and large enough to
+// matter next to a few keys' weights: 0.75, -0.5, 1.25, -1.0, 0.75, ...
+inline std::vector<double> sink_logits(index_t h) {
+  const double pattern[4] = {0.75, -0.5, 1.25, -1.0};
+  std::vector<double> s(static_cast<size_t>(h));
+  for (index_t i = 0; i < h; ++i) s[static_cast<size_t>(i)] = pattern[i % 4];
+  return s;
 }
 
 // x rounded to t, as a new device buffer, or written at byte_offset of an existing one
@@ -121,6 +136,22 @@ inline double lse_err(const std::vector<double>& x, const Rows<double>& ref) {
     worst = std::max(worst, std::abs(x[i] - r) / std::max(1.0, std::abs(r)));
   }
   return worst;
+}
+
+// dQ or dK error: max|x - ref| / max(max|ref|, max|dV ref|). A sliding window of 1 key (no sink)
+// makes dQ = dK = 0 exactly (P = 1, so dS = P (dP - Delta) = 0): the reference holds rounding noise
+// there (~1e-17) and a relative error would divide the kernel's fp32 noise by it. dV (= dO on the
+// row's own key) is never all zero, and sets the scale of the gradients instead.
+inline double grad_err(const std::vector<double>& x, const std::vector<double>& ref, const std::vector<double>& dv_ref) {
+  REQUIRE(x.size() == ref.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return INFINITY;
+    diff = std::max(diff, std::abs(x[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  for (double e : dv_ref) scale = std::max(scale, std::abs(e));
+  return scale > 0 ? diff / scale : diff;
 }
 
 }  // namespace cplab::cuda::test

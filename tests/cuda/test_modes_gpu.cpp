@@ -3,7 +3,10 @@
 // allgather (every layout), a2a (every layout), a2a+p2p (several icp x ocp), causal or not, GQA,
 // packed sequences with padding (THD) for the modes that take them; kernel v2 in bf16 and v1 in
 // fp32. Outputs O, LSE (reassembled with the reference's lse_in_place where the mode keeps it
-// head-sharded) and dQ, dK, dV of the whole sequence, within the kernels' tolerances
+// head-sharded) and dQ, dK, dV of the whole sequence, within the kernels' tolerances; sliding
+// windows (causal 1, 7, n, S + 3; two-sided 7), chunks (16, 100) and attention sinks (d s_h added
+// over the ranks) in every mode, the ring's bytes against its H hops (one for a contiguous window
+// of at most n)
 // (cuda/README.md); padding tokens must come out exactly zero. At cp 4 the benchmark's transfer-only
 // and compute-only runs (CpWork) come first: every transfer matched, the inputs left intact.
 // Also run with every LocalComm copy delayed (ctest cp_gpu_tests_delayed; local_comm.h).
@@ -124,9 +127,12 @@ void run(const GpuCpSpec& s, bool use_nccl = false) {
              dout = rounded_tensor(S, h, dv, 4, t);
   const Packing& pk = c.packing();
   const std::vector<index_t> all = iota_positions(0, S);
-  const Mask mask = c.packed() ? token_mask(pk, all, all, c.causal()) : (c.causal() ? Mask::causal(0) : Mask::none());
-  const AttnOut<double> ref = dense_forward(q, k, v, mask, c.scale());
-  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, c.scale());
+  // the run's mask from the reference's one rule (causal, window, chunk; per sequence when packed)
+  const Mask mask = c.packed() ? token_mask(pk, all, all, c.rule()) : sequence_mask(c.rule(), S);
+  const std::vector<double> sinks = c.sinks() ? sink_logits(h) : std::vector<double>{};
+  const double* sk = sinks.empty() ? nullptr : sinks.data();
+  const AttnOut<double> ref = dense_forward(q, k, v, mask, c.scale(), sk);
+  const AttnGrads<double> g = dense_backward(q, k, v, ref, dout, mask, c.scale(), sk);
   const Partition& part = c.partition();
   const auto qs = shard(part, q), ks = shard(part, k), vs = shard(part, v), ds = shard(part, dout);
   Ranks ranks(s, use_nccl);
@@ -139,6 +145,7 @@ void run(const GpuCpSpec& s, bool use_nccl = false) {
       const std::vector<std::byte> b = to_dtype(src->data, t);
       upload_sync(dst, b.data(), b.size());
     }
+    if (c.sinks()) x.set_sinks(std::vector<float>(sinks.begin(), sinks.end()));
   }
   if (!use_nccl && P == 4)  // cplab-bench's order: the transfer-only and compute-only variants, then real runs
     for (CpWork w : {CpWork::comm_only, CpWork::compute_only}) ranks.layer(s, w);
@@ -165,7 +172,23 @@ void run(const GpuCpSpec& s, bool use_nccl = false) {
       for (const Tensor3<double>* y : {&O, &dQ, &dK, &dV})
         for (index_t j = 0; j < y->h * y->d; ++j) padding = std::max(padding, std::abs(y->token(x)[j]));
   CHECK(padding == 0);
-  CHECK((ranks.bytes > 0 || P == 1));
+  CHECK((ranks.bytes > 0 || P == 1 || c.ring_hops() == 0));
+  if (c.sinks()) {  // d s_h: every rank's rows' part, added up (the all-reduce of a parameter's gradient)
+    std::vector<double> dsinks(static_cast<size_t>(h), 0.0);
+    for (index_t r = 0; r < P; ++r) {
+      const std::vector<double> mine = own[static_cast<size_t>(r)]->dsinks();
+      for (index_t i = 0; i < h; ++i) dsinks[static_cast<size_t>(i)] += mine[static_cast<size_t>(i)];
+    }
+    CHECK(rel(dsinks, g.dsinks) < tol.grad);
+  }
+  if (c.mode() == Mode::p2p && !use_nccl) {
+    // the ring makes the reference's H hops (one when a contiguous window fits a rank): per layer and
+    // rank H KV blocks forward, H KV blocks and H fp32 dK|dV blocks backward; cumulative over the
+    // layers run (3 at cp 4: the transfer-only variant moves the same bytes)
+    const auto kv = static_cast<std::uint64_t>(n * hk * (d + dv)), H = static_cast<std::uint64_t>(c.ring_hops());
+    const std::uint64_t layers = P == 4 ? 3 : 2;
+    CHECK(ranks.bytes == layers * static_cast<std::uint64_t>(P) * H * kv * (2 * e + 4));
+  }
 }
 
 // a case's CP layer: 80 tokens a rank (tiles with tails), the scale given as 1/sqrt(d); fp32 runs
@@ -251,6 +274,56 @@ TEST_CASE("gpu modes with kernel v3 (wgmma + TMA forward): every mode, d = 64 an
       run(spec(f, DType::bf16, Kernel::v3));
       if (mode_info(mode).packed) run(spec(packed(f), DType::bf16, Kernel::v3));
     }
+}
+
+// a case with a sliding window (two-sided when not causal), a chunk and / or sinks
+CpFields masked(CpFields f, index_t window, index_t chunk, bool sinks) {
+  if (window > 0) f.window = window;
+  if (chunk > 0) f.chunk = chunk;
+  f.sinks = sinks;
+  return f;
+}
+
+TEST_CASE("gpu modes: windows, chunks and sinks in every mode and layout, packed or not, equal the reference") {
+  for (Mode mode : {Mode::p2p, Mode::allgather, Mode::a2a})
+    for (Layout layout : {Layout::zigzag, Layout::striped, Layout::contiguous})
+      for (index_t P : {2, 4}) {
+        const bool a2a = mode == Mode::a2a;
+        const index_t h = a2a ? 2 * P : 4, hk = a2a ? P : 2, n = 80, S = n * P;
+        // causal windows 1, 7, n (one hop under contiguous), S + 3; two-sided 7; chunks 16, 100
+        struct M {
+          bool causal;
+          index_t window, chunk;
+        };
+        for (const M m : {M{true, 1, 0}, M{true, 7, 0}, M{true, n, 0}, M{true, S + 3, 0}, M{false, 7, 0}, M{true, 0, 16},
+                          M{true, 0, 100}})
+          for (bool sinks : {false, true}) {
+            CAPTURE(to_string(mode));
+            CAPTURE(to_string(layout));
+            CAPTURE(P);
+            CAPTURE(m.causal);
+            CAPTURE(m.window);
+            CAPTURE(m.chunk);
+            CAPTURE(sinks);
+            const CpFields f = masked(fields(mode, layout, m.causal, P, h, hk), m.window, m.chunk, sinks);
+            run(spec(f));
+            if (m.window == 7 && P == 4) run(spec(f, DType::f32));
+            if (m.window == 7 || m.chunk == 16) run(spec(packed(f)));
+          }
+      }
+}
+
+TEST_CASE("gpu modes: a2a+p2p with a window, a chunk and sinks equals the reference") {
+  for (auto [icp, ocp] : {std::pair<index_t, index_t>{2, 2}, {2, 4}})
+    for (auto [window, chunk] : {std::pair<index_t, index_t>{7, 0}, {100, 0}, {0, 16}})
+      for (bool sinks : {false, true}) {
+        CAPTURE(icp);
+        CAPTURE(ocp);
+        CAPTURE(window);
+        CAPTURE(chunk);
+        CAPTURE(sinks);
+        run(spec(masked(hcp(fields(Mode::a2a_p2p, Layout::zigzag, true, icp * ocp, 2 * icp, icp), icp, ocp), window, chunk, sinks)));
+      }
 }
 
 #if CPLAB_HAVE_NCCL

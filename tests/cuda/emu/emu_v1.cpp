@@ -10,10 +10,10 @@ using namespace cplab::cuda::detail;
 
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
-                float* lse) {
+                float* lse, const float* sinks) {
   const size_t smem = sizeof(float) * static_cast<size_t>(kKeys * (d.d + d.dv));
   launch(dim3(blocks_for(d.sq, kRows), static_cast<unsigned>(d.h)), kRows, smem,
-         [&] { fwd_kernel<T>(q, k, v, plain(d), mask, scale, o, lse); });
+         [&] { fwd_kernel<T>(q, k, v, plain(d), mask, scale, o, lse, sinks); });
 }
 
 template <class T>
@@ -29,7 +29,8 @@ void v1_backward(const AttnDims& d, const T* q, const T* k, const T* v, const T*
 }
 
 #define CPLAB_EMU_V1(T)                                                                                      \
-  template void v1_forward<T>(const AttnDims&, const T*, const T*, const T*, const MaskRule&, float, T*, float*); \
+  template void v1_forward<T>(const AttnDims&, const T*, const T*, const T*, const MaskRule&, float, T*, float*, \
+                              const float*);                                                               \
   template void v1_backward<T>(const AttnDims&, const T*, const T*, const T*, const T*, const float*, const float*, \
                                const MaskRule&, float, float*, float*, float*);
 CPLAB_EMU_V1(float)
