@@ -21,6 +21,12 @@
 // valid). It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
 // weights can prove it: the full LP has more constraints), or after a fixed number of patterns
 // (not proven).
+// Speed (issue 24): sizes with more ranks and no shorter time than a smaller size are dropped first
+// (they never add to V: less pi / c for no less time). Before that, every sample's largest sizes
+// (long only because of the per-step ring latency of CP 32 or 64) counted as "big": every sample
+// had its own weight and the programme ran over several sizes of every sample, about 10x the
+// work on 256 samples on 64 ranks, and the dual simplex failed numerically on some batches. The
+// programme keeps values only (a vectorized max), its tables in one buffer reused between calls.
 // What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact: rounding
 // and the fractional small sizes make V larger than the true pattern maximum.
 #pragma once
