@@ -15,6 +15,7 @@ constexpr int kGrid = 1024;    // big sizes' times rounded down to T / kGrid
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 1000;  // patterns added at most, over all T
 constexpr int kPerStep = 150;   // patterns added at most for one T
+constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
 
 using Jobs = std::vector<std::vector<SizeOption>>;
 
@@ -211,15 +212,17 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       if (jobs[i].empty() || o.t < jobs[i].back().t) jobs[i].push_back(o);
   const size_t n = jobs.size();
   const double limit = static_cast<double>(N) * (1 + kRelTol);
-  // LP variables: one weight per sample with a size of t >= kBig * T0, and one shared weight lam
-  // for the others, pi_i = lam * (least work of i) (fewer variables; any weights are valid)
+  // LP variables: on batches of at most kOwnWeights samples one weight per sample; on larger ones
+  // one per sample with a size of t >= kBig * T0 and one shared weight lam for the others,
+  // pi_i = lam * (least work of i) (fewer variables: a faster LP; any weights are valid)
   std::vector<size_t> var(n);
   std::vector<double> scale(n, 1.0);
+  const double own = n <= kOwnWeights ? 0.0 : kBig * T0;  // a sample this long has its own weight
   size_t nv = 0, lam = n;
   for (size_t i = 0; i < n; ++i) {
-    double tmax = 0, work = std::numeric_limits<double>::infinity();
-    for (const auto& [c, t] : jobs[i]) tmax = std::max(tmax, t), work = std::min(work, static_cast<double>(c) * t);
-    if (tmax >= kBig * T0) {
+    double work = std::numeric_limits<double>::infinity();
+    for (const auto& [c, t] : jobs[i]) work = std::min(work, static_cast<double>(c) * t);
+    if (jobs[i].front().t >= own) {  // its longest time: at its smallest size
       var[i] = nv++;
     } else {
       if (lam == n) lam = nv++;
