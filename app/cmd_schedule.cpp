@@ -141,6 +141,9 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
   require(d.max <= room, o.dist + ": max length " + std::to_string(d.max) +
                              " is more than ranks x max-seqlen-per-rank = " + std::to_string(room));
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last_note = start;
   std::mt19937_64 rng(static_cast<std::uint64_t>(o.seed));
   struct Acc {
     std::vector<double> ratio, speedup;
@@ -149,10 +152,19 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
   } meg, ours;
   int worse = 0;
   double bound_seconds = 0;  // the reported bound's extra test (the LP), not part of either scheduler
+  double other_seconds = 0;  // drawing the batches and the static-CP baseline
   for (std::int64_t b = 0; b < o.batches; ++b) {
+    const auto tb = Clock::now();
+    // progress on long runs (stderr, so stdout stays the table or the JSON): every 2 s
+    if (std::chrono::duration<double>(tb - last_note).count() >= 2.0) {
+      std::fprintf(stderr, "cplab schedule: batch %lld of %lld, %.1f s so far\n", static_cast<long long>(b),
+                   static_cast<long long>(o.batches), std::chrono::duration<double>(tb - start).count());
+      last_note = tb;
+    }
     const std::vector<std::int64_t> L = sample_batch(d, B, rng);
     const double st = static_cp_schedule(L, o.ranks, o.max_per_rank, cost).makespan;
     auto t0 = std::chrono::steady_clock::now();
+    other_seconds += std::chrono::duration<double>(t0 - tb).count();
     const DcpSchedule m = schedule_megatron_v1(L, o.ranks, o.max_per_rank, cost);
     auto t1 = std::chrono::steady_clock::now();
     DcpBound base;  // computed by cplab's scheduler, which uses it (its time counts as cplab's)
@@ -172,10 +184,13 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
     worse += c.makespan > m.makespan * (1 + kRelTol) ? 1 : 0;
   }
   auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / static_cast<double>(v.size()); };
+  const double whole = std::chrono::duration<double>(Clock::now() - start).count();
   if (o.json) {
     nlohmann::json j{{"dist", d.name}, {"ranks", o.ranks}, {"max_seqlen_per_rank", o.max_per_rank}, {"batches", o.batches},
                      {"batch_size", B}, {"seed", o.seed}, {"cost", cost.describe()}, {"cplab_worse_than_megatron", worse},
-                     {"bound_lp_seconds", bound_seconds}};
+                     {"bound_lp_seconds", bound_seconds},
+                     {"seconds", {{"megatron", meg.seconds}, {"cplab", ours.seconds}, {"bound_lp", bound_seconds},
+                                  {"batches_and_static", other_seconds}, {"whole", whole}}}};
     for (auto [name, acc] : {std::pair<const char*, const Acc*>{"megatron", &meg}, {"cplab", &ours}})
       j[name] = {{"ratio_mean", mean(acc->ratio)}, {"ratio_p50", quantile(acc->ratio, 0.5)}, {"ratio_p99", quantile(acc->ratio, 0.99)},
                  {"ratio_max", quantile(acc->ratio, 1.0)}, {"speedup_over_static_mean", mean(acc->speedup)},
@@ -193,8 +208,9 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
       std::printf("%-10s %11.4f %10.4f %10.4f %10.4f %16.3f %10d %9.3f\n", name, mean(acc->ratio), quantile(acc->ratio, 0.5),
                   quantile(acc->ratio, 0.99), quantile(acc->ratio, 1.0), mean(acc->speedup), acc->unaligned, acc->seconds);
     std::printf("\ncplab's makespan was worse than Megatron v1's on %d of %lld batches\n", worse, static_cast<long long>(o.batches));
-    std::printf("time: per scheduler (cplab's includes the bound it searches against); the reported bound's LP test took %.3f s more\n",
-                bound_seconds);
+    std::printf("time (wall, s): megatron %.3f, cplab %.3f (with the bound it searches against), the reported bound's LP\n"
+                "test %.3f, batches and static CP %.3f; the whole command %.3f (after reading the options and the file)\n",
+                meg.seconds, ours.seconds, bound_seconds, other_seconds, whole);
   }
   return 0;
 }
@@ -211,15 +227,20 @@ int schedule_action(const ScheduleOptions& o) {
   const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");
   check_batch(L, o.ranks, o.max_per_rank);
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
+  const auto t0 = std::chrono::steady_clock::now();
   const DcpSchedule s = run_scheduler(o.scheduler, L, o.ranks, o.max_per_rank, cost);
+  const auto t1 = std::chrono::steady_clock::now();
   const DcpBound lb = lower_bounds(L, o.ranks, o.max_per_rank, cost, s.makespan);
+  const auto t2 = std::chrono::steady_clock::now();
+  const double sched_s = std::chrono::duration<double>(t1 - t0).count(), bound_s = std::chrono::duration<double>(t2 - t1).count();
   if (o.json) {
     std::cout << nlohmann::json{{"scheduler", o.scheduler}, {"ranks", o.ranks}, {"max_seqlen_per_rank", o.max_per_rank},
                                 {"cost", cost.describe()}, {"lengths", L}, {"rounds", schedule_json(s)},
                                 {"makespan", s.makespan}, {"lower_bound", lb.moldable}, {"lower_bound_area", lb.area},
                                 {"lower_bound_rigid", lb.rigid}, {"ratio", s.makespan / lb.moldable},
                                 {"utilization", s.utilization}, {"aligned", s.aligned}, {"unaligned", s.unaligned},
-                                {"process_groups", groups_json(s)}}
+                                {"process_groups", groups_json(s)},
+                                {"seconds", {{"scheduler", sched_s}, {"bound", bound_s}}}}
                      .dump(2)
               << "\n";
     return 0;
@@ -233,6 +254,7 @@ int schedule_action(const ScheduleOptions& o) {
               "utilization %.3f\nall groups aligned process groups: %s\n",
               s.makespan, lb.moldable, lb.area, lb.rigid, s.makespan / lb.moldable, s.utilization, s.aligned ? "yes" : "NO");
   for (const std::string& u : s.unaligned) std::printf("  %s\n", u.c_str());
+  std::printf("time (wall, s): scheduler %.4f, lower bound %.4f\n", sched_s, bound_s);
   return 0;
 }
 

@@ -11,10 +11,11 @@ namespace cplab {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-constexpr int kGrid = 1024;     // big sizes' times rounded down to T / kGrid
+constexpr int kGrid = 1024;    // big sizes' times rounded down to T / kGrid
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 1000;  // patterns added at most, over all T
 constexpr int kPerStep = 150;   // patterns added at most for one T
+constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
 
 using Jobs = std::vector<std::vector<SizeOption>>;
 
@@ -105,37 +106,63 @@ struct Tableau {
   }
 };
 
-// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample)
-double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, std::vector<double>& pattern) {
+// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample); adds
+// the dynamic programme's cells (one per state and big size) to `cells`.
+// The programme keeps values only (a branch-free max the compiler vectorizes) and every stage's
+// table; the pattern is read back from the stages (an option was taken where the value changed).
+// `stages` is the caller's buffer, kept between calls (a fresh table each call costs page faults)
+double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, std::vector<double>& pattern,
+                    std::int64_t& cells, std::vector<double>& stages) {
   const double u = T / kGrid;
+  constexpr size_t G = kGrid + 1;
   struct Small {
     size_t i;
     double v, t, c;
   };
+  struct Big {
+    size_t o;
+    int w;
+    double v;
+  };
   std::vector<Small> small;
-  std::vector<double> dp(kGrid + 1, kNegInf), next;
-  dp[0] = 0;
-  std::vector<std::vector<signed char>> choice;  // [big sample][k] option index or -1
-  std::vector<size_t> big_of;                     // [big sample] sample index
+  // [big sample + 1][k] the best value within k grid units
+  if (stages.size() < (jobs.size() + 1) * G) stages.resize((jobs.size() + 1) * G);
+  std::fill(stages.begin(), stages.begin() + G, kNegInf);
+  stages[0] = 0;
+  int reach = 0;  // the largest state reached so far
+  std::vector<std::vector<Big>> big_opts;    // [big sample] its big sizes
+  std::vector<size_t> big_of;                // [big sample] sample index
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (pi[i] <= 0) continue;
-    bool has_big = false;
+    std::vector<Big> opts;
     for (size_t o = 0; o < jobs[i].size(); ++o) {
       const auto& [c, t] = jobs[i][o];
       if (t > T) continue;
-      if (t >= kBig * T) {
-        if (!has_big) next = dp, choice.emplace_back(kGrid + 1, -1), big_of.push_back(i), has_big = true;
-        const int w = static_cast<int>(std::floor(t / u));
-        const double v = pi[i] / static_cast<double>(c);
-        for (int k = w; k <= kGrid; ++k)
-          if (dp[static_cast<size_t>(k - w)] + v > next[static_cast<size_t>(k)])
-            next[static_cast<size_t>(k)] = dp[static_cast<size_t>(k - w)] + v, choice.back()[static_cast<size_t>(k)] = static_cast<signed char>(o);
-      } else {
-        small.push_back({i, pi[i] / static_cast<double>(c), t, static_cast<double>(c)});
-      }
+      if (t >= kBig * T) opts.push_back({o, static_cast<int>(std::floor(t / u)), pi[i] / static_cast<double>(c)});
+      else small.push_back({i, pi[i] / static_cast<double>(c), t, static_cast<double>(c)});
     }
-    if (has_big) dp.swap(next);
+    if (opts.empty()) continue;
+    const size_t b = big_of.size();
+    const double* dp = stages.data() + b * G;
+    double* next = stages.data() + (b + 1) * G;
+    // states above `reach` are still unreachable (-inf): copied, never read as a source
+    int wmax = 0;
+    for (const Big& x : opts) wmax = std::max(wmax, x.w);
+    const size_t top = std::min<size_t>(G, static_cast<size_t>(reach) + 1);
+    std::copy(dp, dp + top, next);
+    std::fill(next + top, next + G, kNegInf);
+    for (const Big& x : opts) {
+      const size_t len = std::min(top, G - static_cast<size_t>(x.w));
+      cells += static_cast<std::int64_t>(len);
+      const double* from = dp;
+      double* to = next + x.w;
+      for (size_t k = 0; k < len; ++k) to[k] = std::max(to[k], from[k] + x.v);
+    }
+    reach = std::min(kGrid, reach + wmax);
+    big_opts.push_back(std::move(opts));
+    big_of.push_back(i);
   }
+  const double* dp = stages.data() + big_of.size() * G;
   std::sort(small.begin(), small.end(), [](const Small& a, const Small& b) { return a.v * b.t > b.v * a.t; });
   // fill(cap): the fractional knapsack of the small sizes, as prefix sums
   std::vector<double> pt(small.size() + 1, 0.0), pv(small.size() + 1, 0.0);
@@ -147,8 +174,8 @@ double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, s
   double V = kNegInf;
   int kb = 0;
   for (int k = 0; k <= kGrid; ++k) {
-    if (dp[static_cast<size_t>(k)] == kNegInf) continue;
-    const double val = dp[static_cast<size_t>(k)] + fill(std::max(0.0, T - k * u));
+    if (dp[k] == kNegInf) continue;
+    const double val = dp[k] + fill(std::max(0.0, T - k * u));
     if (val > V) V = val, kb = k;
   }
   pattern.assign(jobs.size(), 0.0);
@@ -159,30 +186,43 @@ double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, s
     pattern[x.i] += f / x.c;
     cap -= f * x.t;
   }
-  for (size_t b = choice.size(); b-- > 0;) {
-    const int o = choice[b][static_cast<size_t>(kb)];
-    if (o < 0) continue;
-    const auto& [c, t] = jobs[big_of[b]][static_cast<size_t>(o)];
-    pattern[big_of[b]] += 1.0 / static_cast<double>(c);
-    kb -= static_cast<int>(std::floor(t / u));
+  for (size_t b = big_of.size(); b-- > 0;) {
+    const double* before = stages.data() + b * G;
+    const double after = stages[(b + 1) * G + static_cast<size_t>(kb)];
+    if (after == before[kb]) continue;  // sample b not in the pattern
+    for (const Big& x : big_opts[b])
+      if (x.w <= kb && before[kb - x.w] + x.v == after) {
+        pattern[big_of[b]] += 1.0 / static_cast<double>(jobs[big_of[b]][x.o].c);
+        kb -= x.w;
+        break;
+      }
   }
   return V;
 }
 
 }  // namespace
 
-double config_lp_raise(const Jobs& jobs, std::int64_t N, double T0, double step, int steps) {
+double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, int steps) {
+  // a size with more ranks and no shorter time than a smaller one is dropped: in a pattern it gives
+  // less (pi / c) for no less time, so V, the least work and the smallest size meeting T are unchanged;
+  // what is left falls in time as c grows, so a sample's longest time is at its smallest size
+  Jobs jobs(all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    for (const SizeOption& o : all[i])  // ascending c
+      if (jobs[i].empty() || o.t < jobs[i].back().t) jobs[i].push_back(o);
   const size_t n = jobs.size();
   const double limit = static_cast<double>(N) * (1 + kRelTol);
-  // LP variables: one weight per sample with a size of t >= kBig * T0, and one shared weight lam
-  // for the others, pi_i = lam * (least work of i) (fewer variables; any weights are valid)
+  // LP variables: on batches of at most kOwnWeights samples one weight per sample; on larger ones
+  // one per sample with a size of t >= kBig * T0 and one shared weight lam for the others,
+  // pi_i = lam * (least work of i) (fewer variables: a faster LP; any weights are valid)
   std::vector<size_t> var(n);
   std::vector<double> scale(n, 1.0);
+  const double own = n <= kOwnWeights ? 0.0 : kBig * T0;  // a sample this long has its own weight
   size_t nv = 0, lam = n;
   for (size_t i = 0; i < n; ++i) {
-    double tmax = 0, work = std::numeric_limits<double>::infinity();
-    for (const auto& [c, t] : jobs[i]) tmax = std::max(tmax, t), work = std::min(work, static_cast<double>(c) * t);
-    if (tmax >= kBig * T0) {
+    double work = std::numeric_limits<double>::infinity();
+    for (const auto& [c, t] : jobs[i]) work = std::min(work, static_cast<double>(c) * t);
+    if (jobs[i].front().t >= own) {  // its longest time: at its smallest size
       var[i] = nv++;
     } else {
       if (lam == n) lam = nv++;
@@ -205,6 +245,8 @@ double config_lp_raise(const Jobs& jobs, std::int64_t N, double T0, double step,
   std::vector<double> center(nv, 0.0), query(nv), pattern;
   double proven = 0;
   int added = 0;
+  std::int64_t cells = 0;
+  std::vector<double> stages;  // best_pattern's tables
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
     // the pattern of sample i alone at its smallest size c meeting T: pi_i / c <= 1 (again, tighter,
@@ -273,7 +315,7 @@ double config_lp_raise(const Jobs& jobs, std::int64_t N, double T0, double step,
     double center_sum = 0;
     {
       const std::vector<double> pi = to_pi(center);
-      const double V0 = best_pattern(jobs, pi, T, pattern);
+      const double V0 = best_pattern(jobs, pi, T, pattern, cells, stages);
       if (!(V0 > 0)) return proven;
       for (double& x : center) x /= V0;
       for (double x : pi) center_sum += x / V0;
@@ -288,7 +330,7 @@ double config_lp_raise(const Jobs& jobs, std::int64_t N, double T0, double step,
         const std::vector<double> pi = to_pi(query);
         double sum = 0;
         for (double y : pi) sum += y;
-        const double V = best_pattern(jobs, pi, T, pattern);
+        const double V = best_pattern(jobs, pi, T, pattern, cells, stages);
         if (V > 0 && sum / V > center_sum) {
           center_sum = sum / V;
           for (size_t v = 0; v < nv; ++v) center[v] = query[v] / V;

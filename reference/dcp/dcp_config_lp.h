@@ -12,15 +12,21 @@
 // DOWN to T/1024 (so every real pattern is still admitted), the others are added fractionally by
 // value per time (the LP relaxation of a knapsack is at least its optimum), and a sample may be
 // counted once among the big sizes and again among the small ones (more patterns, larger V).
-// The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
+// On batches of more than 96 samples, samples whose every size has t < T0/16 share one weight
+// pi_i = lam * (least work of i) (fewer variables; restricting the weights keeps the test valid);
+// on smaller ones every sample has its own. The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
 // the patterns found so far; a dense tableau, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
 // (Wentges smoothing), the dynamic programme gives V and the pattern reaching it, which is added
-// while it cuts the LP's weights off. Samples whose every size has t < T0/16 share one weight
-// pi_i = lam * (least work of i) (fewer variables; restricting the weights keeps the test
-// valid). It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
+// while it cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
 // weights can prove it: the full LP has more constraints), or after a fixed number of patterns
 // (not proven).
+// Speed (issue 24): sizes with more ranks and no shorter time than a smaller size are dropped first
+// (they never add to V: less pi / c for no less time). Before that, every sample's largest sizes
+// (long only because of the per-step ring latency of CP 32 or 64) counted as "big": every sample
+// had its own weight and the programme ran over several sizes of every sample, about 10x the
+// work on 256 samples on 64 ranks, and the dual simplex failed numerically on some batches. The
+// programme keeps values only (a vectorized max), its tables in one buffer reused between calls.
 // What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact: rounding
 // and the fractional small sizes make V larger than the true pattern maximum.
 #pragma once

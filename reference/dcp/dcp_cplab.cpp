@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "dcp/dcp_exact.h"
+#include "dcp/dcp_exact_tree.h"
 #include "dcp/dcp_list.h"
 #include "dcp/dcp_megatron.h"
 #include "dcp/dcp_tree.h"
@@ -150,10 +150,11 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1
   const DcpSchedule v1 = schedule_megatron_v1(lengths, N, M, cost);
   if (v1.aligned && v1.makespan < s.makespan - 1e-12) s = v1;
-  // small batches: exhaustive search below the best makespan found
-  if (lengths.size() <= 6 && N <= 8 && s.makespan > lb * (1 + kRelTol) + 1e-12) {
+  // small batches: the exact search in the block view (dcp_exact_tree.h) below the best makespan
+  // found; within its node limit it proves the optimum, else it keeps any shorter schedule it found
+  if (lengths.size() <= kExactSamples && N <= kExactRanks && s.makespan > lb * (1 + kRelTol) + 1e-12) {
     bool complete = false;
-    DcpSchedule e = schedule_exact(lengths, N, M, cost, s.makespan, 2000000, complete);
+    DcpSchedule e = schedule_exact_tree(lengths, N, M, cost, s.makespan, kExactNodes, complete);
     if (!e.rounds.empty() && e.makespan < s.makespan - 1e-12) s = std::move(e);
   }
   check(s, lengths, M);

@@ -14,8 +14,9 @@
 //      (dcp_tree.h, timed top-down), each 300 steps up to 64 samples and 300 (64 / n)^2 beyond
 //      (at least 8): a step costs about n placements;
 //   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
-//      than v1 on the same batch and cost model), and for batches of at most 6 samples on at
-//      most 8 ranks the exhaustive search (dcp_exact.h) below the best makespan found.
+//      than v1 on the same batch and cost model), and for batches of at most kExactSamples
+//      samples on at most kExactRanks ranks the exact search in the block view (dcp_exact_tree.h)
+//      below the best makespan found, at most kExactNodes nodes (the optimum when it completes).
 // The search stops as soon as a schedule reaches the lower bound (it is then optimal), to the
 // bound's precision kRelTol.
 // A rank may serve several groups in one round (dcp_schedule.h explains why that is safe); the
@@ -27,6 +28,10 @@
 #include "dcp/dcp_schedule.h"
 
 namespace cplab {
+
+inline constexpr size_t kExactSamples = 16;
+inline constexpr std::int64_t kExactRanks = 16;
+inline constexpr std::int64_t kExactNodes = 1000000;
 
 // bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
 DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,

@@ -8,8 +8,8 @@
 // least work left, over N", and by symmetry: states equal up to swapping the two halves of any
 // aligned block (the canonical form of the ranks' free times) are searched once; samples of equal
 // length are placed in index order. `complete` says whether it finished within the node limit.
-// What it is not: for large batches (schedule_cplab uses it for at most 6 samples on at most 8
-// ranks).
+// What it is not: for large batches. schedule_cplab uses the smaller block-view search
+// (dcp_exact_tree.h); this one is the independent check of it in tests/test_dcp_optimum.cpp.
 #pragma once
 
 #include "dcp/dcp_schedule.h"

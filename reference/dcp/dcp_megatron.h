@@ -8,7 +8,10 @@
 // the 5% balance stop once a smaller CP size has been placed, trim_overload (the first max rank's
 // group gives its last sample back to the END of the list, which the next round does not re-sort),
 // and fill_empty_gpus (double the earliest smallest group, shifting the groups to its right).
-// The workload per sample is the cost model's t(L, cp) (Megatron uses l2: L^2 / cp).
+// Megatron balances on its own workload L^2 / cp whatever the hardware really costs, so every
+// decision here (buckets, placement, the 5% stop, trim, fill) reads L^2 / cp under every cost
+// model: the placement is Megatron's real one. Only evaluate() uses the chosen cost (loads,
+// makespan): what Megatron's placement would really take under that cost.
 // Schedules it produces may contain groups that are not aligned process groups: dcp_schedule.h
 // evaluate() reports them (notes 1.8).
 // What it is not: Megatron's v2 (dev branch) scheduler, or its data path.
