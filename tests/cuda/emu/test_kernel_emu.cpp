@@ -13,7 +13,6 @@
 // run_case is emu_case.h.
 // What it is not: a GPU test (emu.h and mma_emu.h say what the emulation cannot see: the memory
 // model, the tensor cores' fp32 rounding, timing, bank conflicts), or every case of test_attention.cpp.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <vector>
