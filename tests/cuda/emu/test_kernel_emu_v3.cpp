@@ -7,13 +7,14 @@
 // with and without attention sinks; sizes ragged in both sq (a block's rows beyond sq: TMA's
 // zero fill) and sk (the last key tile partly beyond sk), 3 to 5 key tiles so both TMA stages are
 // refilled; TMA copies landing at issue (immediate) and only when needed (deferred); each case
-// under two scheduler seeds. The emulation makes a missing wgmma wait, mbarrier wait or
+// under two scheduler seeds (CPLAB_EMU_SEED=n adds n to them). The emulation makes a missing wgmma wait, mbarrier wait or
 // __syncthreads fail these cases (tests/cuda/emu/mutants.cmake builds such mutants and expects
 // them to fail).
 // What it is not: a GPU test (the emulation's headers say what it cannot see), or v3's backward
 // (v2's, tested by test_kernel_emu.cpp).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "emu.h"
@@ -37,9 +38,13 @@ const Case kCausal{"causal, 300 x 300", 300, 300, Mask::causal(0)};
 const Case kBottomRight{"bottom-right causal, 72 x 520", 72, 520, Mask::causal(520 - 72)};
 const Case kThd{"THD ranges (one empty row), 300 x 300", 300, 300, thd_mask()};
 
+// the scheduler's seed for the next cases: s, plus CPLAB_EMU_SEED from the environment if set (to
+// explore other schedules; the default runs are reproducible)
 void seeded(unsigned s) {
-  CAPTURE(s);
-  cplab_emu::seed(s);
+  const char* env = std::getenv("CPLAB_EMU_SEED");
+  const unsigned seed = s + (env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 0u);
+  MESSAGE("scheduler seed " << seed);
+  cplab_emu::seed(seed);
 }
 
 }  // namespace
