@@ -3,8 +3,8 @@
 // double reference.
 //
 // What it is: run_case (emu_case.h) for version 3: bf16 and fp16, head dims 64 and 128, MHA and
-// GQA, masks none / causal / bottom-right causal with sq < 128 / THD ranges with an empty row,
-// with and without attention sinks; sizes ragged in both sq (a block's rows beyond sq: TMA's
+// GQA, masks none / causal / bottom-right causal with sq < 128 / THD ranges with an empty row /
+// a causal sliding window / chunks, with and without attention sinks; sizes ragged in both sq (a block's rows beyond sq: TMA's
 // zero fill) and sk (the last key tile partly beyond sk), 3 to 5 key tiles so both TMA stages are
 // refilled; TMA copies landing at issue (immediate) and only when needed (deferred); each case
 // under two scheduler seeds (CPLAB_EMU_SEED=n adds n to them). The emulation makes a missing wgmma wait, mbarrier wait or
@@ -37,6 +37,9 @@ const Case kNone{"none, 130 x 400", 130, 400, Mask::none()};
 const Case kCausal{"causal, 300 x 300", 300, 300, Mask::causal(0)};
 const Case kBottomRight{"bottom-right causal, 72 x 520", 72, 520, Mask::causal(520 - 72)};
 const Case kThd{"THD ranges (one empty row), 300 x 300", 300, 300, thd_mask()};
+// a window and a chunk: key tiles skipped at both ends, per-row ranges (mask.h sequence_mask)
+const Case kWindow{"causal window 100, 400 x 400", 400, 400, sequence_mask(PositionRule{true, 100, 0}, 400)};
+const Case kChunk{"chunk 160, 300 x 300", 300, 300, sequence_mask(PositionRule{true, 0, 160}, 300)};
 
 // the scheduler's seed for the next cases: s, plus CPLAB_EMU_SEED from the environment if set (to
 // explore other schedules; the default runs are reproducible)
@@ -57,6 +60,10 @@ TEST_CASE("emulated kernel v3 forward equals the double reference: bf16") {
     run_case<T>(3, t, 128, 128, 2, 1, kNone, s == 1 ? CpAsync::deferred : CpAsync::immediate);
     run_case<T>(3, t, 64, 64, 2, 2, kCausal, s == 1 ? CpAsync::immediate : CpAsync::deferred);
   }
+  seeded(5);
+  run_case<T>(3, t, 64, 64, 2, 1, kWindow, CpAsync::deferred, {-0.5, 1.0});
+  seeded(6);
+  run_case<T>(3, t, 128, 128, 2, 2, kChunk, CpAsync::immediate);
 }
 
 TEST_CASE("emulated kernel v3 forward equals the double reference: fp16") {
