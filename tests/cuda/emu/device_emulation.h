@@ -2,7 +2,8 @@
 // the kernels' source is compiled with g++ under CPLAB_EMULATE (CPLAB_EMULATION_HEADER names it).
 //
 // What it is: emu.h (blocks as fibers, barriers, shared memory), mma_emu.h (ldmatrix, mma.sync,
-// cp.async), wgmma_emu.h (wgmma) and tma_emu.h (mbarrier, TMA, tensor maps), in that order.
+// cp.async), wgmma_emu.h (wgmma), tma_emu.h (mbarrier, TMA, tensor maps) and sync_emu.h (named
+// barriers, setmaxnreg), in that order.
 // What it is not: anything nvcc compiles.
 #pragma once
 
@@ -10,3 +11,4 @@
 #include "mma_emu.h"
 #include "wgmma_emu.h"
 #include "tma_emu.h"
+#include "sync_emu.h"

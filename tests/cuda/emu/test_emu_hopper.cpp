@@ -3,7 +3,9 @@
 // itself checked: a TMA box lands where wgmma_layout.h says, zero-filled beyond the tensor, counted
 // in bytes on its mbarrier, not before (Async::late) a wait needs it; try_wait's phase parity;
 // wgmma accumulators read as NaN until the wait_group that retires their group, then hold A B;
-// the tensor-map encoder refuses what the driver refuses.
+// the tensor-map encoder refuses what the driver refuses; named barriers hand a buffer between a
+// producer and a consumer warpgroup; setmaxnreg.inc waits for the registers another warpgroup's dec
+// returns.
 // What it is not: a test of the hardware (nothing here has run on a GPU), or of kernel v3
 // (test_kernel_emu_v3.cpp and the mutants of mutants.cmake).
 #include <doctest/doctest.h>
@@ -133,4 +135,55 @@ TEST_CASE("emulator: the tensor-map encoder refuses what cuTensorMapEncodeTiled 
   CHECK(enc(x + 1, strides, box) == CUDA_ERROR_INVALID_VALUE);  // global address not 16-byte aligned
   CHECK(enc(x, odd, box) == CUDA_ERROR_INVALID_VALUE);          // a stride not a multiple of 16
   CHECK(enc(x, strides, wide) == CUDA_ERROR_INVALID_VALUE);     // 256-byte inner box under the 128-byte swizzle
+}
+
+TEST_CASE("emulator: named barriers hand a buffer from a producer warpgroup to a consumer warpgroup") {
+  // warpgroup 0 writes round r into shared memory, arrives on barrier 1 ("full"); warpgroup 1 syncs
+  // on 1, reads, arrives on barrier 2 ("empty"), on which the producer syncs before the next round
+  for (unsigned s : {1u, 2u, 3u, 4u}) {
+    cplab_emu::seed(s);
+    std::vector<int> seen;
+    cplab_emu::launch(dim3(1), 256, 64, [&] {
+      int* buf = reinterpret_cast<int*>(cplab_emu::block_smem());
+      const bool producer = threadIdx.x < 128;
+      for (int r = 0; r < 6; ++r) {
+        if (producer) {
+          if (r > 0) named_barrier_sync(2, 256);
+          if (threadIdx.x == 0) buf[0] = 100 + r;
+          named_barrier_arrive(1, 256);
+        } else {
+          named_barrier_sync(1, 256);
+          if (threadIdx.x == 128) seen.push_back(buf[0]);
+          named_barrier_arrive(2, 256);
+        }
+      }
+    });
+    CHECK(seen == std::vector<int>{100, 101, 102, 103, 104, 105});
+  }
+}
+
+TEST_CASE("emulator: setmaxnreg.inc waits for the registers a dec returns") {
+  // three warpgroups at 168 registers: 0 (producer) gives 128 back (dec to 40), 1 and 2 take 64 more each
+  for (unsigned s : {1u, 2u, 3u, 4u}) {
+    cplab_emu::seed(s);
+    bool dec_done = false;
+    int inc_after_dec = 0;
+    std::vector<int> counts;
+    cplab_emu::regs_per_thread = 168;
+    cplab_emu::launch(dim3(1), 384, 64, [&] {
+      if (threadIdx.x < 128) {
+        setmaxnreg_dec<40>();
+        dec_done = true;
+      } else {
+        setmaxnreg_inc<232>();
+        if (threadIdx.x % 128 == 0) inc_after_dec += dec_done;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0)
+        for (const auto& g : cplab_emu::wg_regs) counts.push_back(g.cur);
+    });
+    cplab_emu::regs_per_thread = 0;
+    CHECK(inc_after_dec == 2);
+    CHECK(counts == std::vector<int>{40, 232, 232});
+  }
 }
