@@ -14,8 +14,9 @@
 //                     (reading shared memory and the other threads' A registers then, the latest
 //                     moment allowed), and the result lands in a thread's registers only when that
 //                     thread's wait_group retires the last pending group that writes them. So a
-//                     read of D before its wait sees NaN, a write to D or A (or to the shared
-//                     operands) before the wait is lost or read, a missing wait leaves NaN.
+//                     read of D before its wait sees NaN, a write of another value to D before
+//                     the wait aborts (the poison is checked at the wait), a write to A or to the
+//                     shared operands before the wait is read, a missing wait leaves NaN.
 //   descriptors       start, LBO, SBO (bits 0-13, 16-29, 32-45, >> 4), 128-byte swizzle (mode 1,
 //                     bits 62-63: the only mode modelled; base offset must be 0): element (mn, k)
 //                     of a 16-bit operand at start + the PTX canonical layouts' offset (K-major
@@ -43,7 +44,6 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -54,6 +54,7 @@
 namespace cplab_emu {
 
 constexpr int kWarpgroup = 128;
+constexpr std::uint32_t kPoison = 0x7FC0DEADu;  // a quiet NaN: an accumulator in flight
 
 // one product of a warpgroup, as issued by its 128 threads
 struct WgOp {
@@ -182,7 +183,7 @@ inline void wgmma_issue(int n, bool rs, float* d, const std::uint32_t* a, std::u
   if (acc == nullptr) {
     t.accum.push_back({d, n / 2, std::vector<float>(d, d + n / 2), 0});
     acc = &t.accum.back();
-    for (int i = 0; i < n / 2; ++i) d[i] = std::numeric_limits<float>::quiet_NaN();  // until its wait
+    for (int i = 0; i < n / 2; ++i) std::memcpy(&d[i], &kPoison, 4);  // until its wait
   }
   ++acc->pending;
   t.open.push_back(k);
@@ -203,6 +204,9 @@ inline void wgmma_retire(int groups_left) {
         }
       WgAccum& acc = accum_of(t, ops[static_cast<size_t>(k)].d[threadIdx.x % kWarpgroup]);
       if (--acc.pending == 0) {
+        for (int i = 0; i < acc.n; ++i)
+          if (std::memcmp(&acc.regs[i], &kPoison, 4) != 0)
+            fail("an accumulator register was written while a wgmma product on it was in flight (before its wait_group)");
         std::memcpy(acc.regs, acc.value.data(), acc.value.size() * sizeof(float));
         t.accum.erase(t.accum.begin() + (&acc - t.accum.data()));
       }
