@@ -52,9 +52,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     fwd_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                const __grid_constant__ CUtensorMap tv, Dims P, MaskRule mask, float scale, T* __restrict__ o,
                float* __restrict__ lse, const float* __restrict__ sinks) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(CPLAB_EMULATE)  // CPLAB_EMULATE: g++, tests/cuda/emu
   using S = Smem<D>;
-  extern __shared__ unsigned char raw[];
+  CPLAB_DYNAMIC_SMEM(unsigned char, raw);
   // the swizzle pattern repeats every 1024 bytes of the shared address: align the base to it
   unsigned char* base = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
   const std::uint32_t sbase = smem_addr(base);
@@ -142,6 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+#ifndef CPLAB_EMULATE
 template <int D, class T>
 void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o, float* lse,
             const float* sinks, cudaStream_t s) {
@@ -154,9 +155,11 @@ void launch(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRul
       tq, tk, tv, Dims{d.sq, d.sk, d.h, d.hk}, mask, scale, o, lse, sinks);
   check_launch("attention v3 forward");
 }
+#endif  // CPLAB_EMULATE
 
 }  // namespace
 
+#ifndef CPLAB_EMULATE
 bool v3_built() { return CPLAB_HAVE_V3 != 0; }
 
 template <class T>
@@ -172,5 +175,6 @@ template void v3_forward<__half>(const AttnDims&, const __half*, const __half*, 
 template void v3_forward<__nv_bfloat16>(const AttnDims&, const __nv_bfloat16*, const __nv_bfloat16*,
                                         const __nv_bfloat16*, const MaskRule&, float, __nv_bfloat16*, float*,
                                         const float*, cudaStream_t);
+#endif  // CPLAB_EMULATE
 
 }  // namespace cplab::cuda::detail

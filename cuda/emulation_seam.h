@@ -2,8 +2,9 @@
 //
 // What it is: when a build compiles the kernel files with g++ under CPLAB_EMULATE (never nvcc), it
 // names its emulation header in CPLAB_EMULATION_HEADER (tests/cuda/emu's target names
-// device_emulation.h: thread blocks as fibers, ldmatrix / mma.sync / cp.async on the host), and this
-// file includes it; mma.cuh and attention_impl.cuh include this file. Nothing in cuda/ names a test
+// device_emulation.h: thread blocks as fibers, ldmatrix / mma.sync / cp.async, wgmma, mbarrier and
+// TMA on the host), and this file includes it; mma.cuh (so wgmma.cuh) and attention_impl.cuh include
+// this file, and tensor_map.cpp takes the emulation's tensor-map encoder. Nothing in cuda/ names a test
 // file: the emulation is plugged in by the build system.
 // What it is not: the emulation (tests/cuda/emu/), or anything an nvcc build sees.
 #pragma once

@@ -14,12 +14,16 @@
 
 #include "check.h"
 #include "core/error.h"
+#include "emulation_seam.h"  // CPLAB_EMULATE: the driver's encoder is the emulation's (tests/cuda/emu/tma_emu.h)
 
 namespace cplab::cuda::detail {
 
 namespace {
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+#ifdef CPLAB_EMULATE
+  return cplab_emu::encode_tiled;
+#endif
   static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {

@@ -4,11 +4,14 @@
 // memory descriptor or from registers, B from a descriptor), its fence / commit / wait, the
 // operand fence that keeps the compiler from moving accumulator reads across an asynchronous
 // product, mbarrier init / expect-tx / wait (the wait gives up with a trap after 10 s, so a load
-// that never lands is a kernel error, not a hang), and the TMA tile load cp.async.bulk.tensor.3d.
-// Which descriptor and register hold what is wgmma_layout.h (tested on the CPU).
+// that never lands is a kernel error, not a hang), and the TMA tile load cp.async.bulk.tensor.3d;
+// for warp-specialised kernels (FlashAttention-3's producer warp and ping-pong; kernel v3 uses none
+// of them yet) named barriers (bar.sync / bar.arrive) and setmaxnreg.inc / .dec. Which descriptor
+// and register hold what is wgmma_layout.h (tested on the CPU). Under CPLAB_EMULATE (g++,
+// tests/cuda/emu) every instruction here is the host emulation's (emulation_seam.h: wgmma_emu.h,
+// tma_emu.h, sync_emu.h) and only mbar_wait's loop is this file's.
 // What it is not: usable below sm_90a (its one caller emits them only under
-// __CUDA_ARCH_FEAT_SM90_ALL), or
-// warp-specialised pipelining (setmaxnreg, producer warps: FlashAttention-3's next step).
+// __CUDA_ARCH_FEAT_SM90_ALL), or a warp-specialised pipeline (the kernel's to build).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a type only: nothing here calls the driver)
@@ -21,6 +24,7 @@
 
 namespace cplab::cuda::detail {
 
+#ifndef CPLAB_EMULATE  // else the emulation's wgmma_*, fence_operands, mbar_*, global_ns, tma_load_3d, named_barrier_*, setmaxnreg_*
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -112,22 +116,15 @@ __device__ __forceinline__ std::uint64_t global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
   return t;
 }
-// wait until the phase with parity `parity` has completed; trap (a launch error the host reports)
-// if it has not after 10 s
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
-  const std::uint32_t addr = smem_addr(bar);
-  std::uint64_t t0 = 0;
-  for (;;) {
-    std::uint32_t done;
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-    if (done) return;
-    if (t0 == 0) t0 = global_ns();
-    else if (global_ns() - t0 > 10'000'000'000ull) __trap();
-  }
+// whether the phase with parity `parity` has completed (the hardware may wait a while first)
+__device__ __forceinline__ bool mbar_try_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
 }
 // TMA: the box at coordinates (c0, c1, c2) of `map` (innermost first) into shared memory at dst;
 // completion is counted, in bytes, on `bar`
@@ -137,6 +134,39 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, s
           smem_addr(dst)),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
       : "memory");
+}
+
+// ---- warp specialisation: named barriers and register reallocation (PTX ISA "bar", "setmaxnreg")
+// barrier `id` (1..15; 0 is __syncthreads') for `threads` threads, a multiple of 32, whole warps:
+// sync waits until `threads` have arrived, arrive only counts this warp in
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// this warpgroup's per-thread register limit raised (inc) or lowered (dec) to N (24..256, a
+// multiple of 8); every warp of the warpgroup executes it; inc waits for registers another
+// warpgroup's dec returned to the block's pool
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+#endif  // CPLAB_EMULATE
+
+// wait until the phase with parity `parity` has completed; trap (a launch error the host reports)
+// if it has not after 10 s
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint64_t t0 = 0;
+  for (;;) {
+    if (mbar_try_wait(bar, parity)) return;
+    if (t0 == 0) t0 = global_ns();
+    else if (global_ns() - t0 > 10'000'000'000ull) __trap();
+  }
 }
 
 }  // namespace cplab::cuda::detail

@@ -81,7 +81,7 @@ inline std::vector<float> delta_of(const std::vector<double>& o, const Tensor3<d
   return delta;
 }
 
-// version 1 (any dtype) or 2 (fp16 / bf16); sinks: none, or one fp32-exact logit per query head
+// version 1 (any dtype), 2 or 3 (fp16 / bf16; 3: the forward only, its backward is v2's); sinks: none, or one fp32-exact logit per query head
 template <class T>
 void run_case(int version, DType t, index_t d, index_t dv, index_t h, index_t hk, const Case& c, CpAsync mode,
               const std::vector<double>& sinks = {}) {
@@ -112,11 +112,14 @@ void run_case(int version, DType t, index_t d, index_t dv, index_t h, index_t hk
   const MaskRule rule = c.mask.rule();
   const auto fscale = static_cast<float>(scale);
   if (version == 1) cplab_emu::v1_forward<T>(dims, Q.data(), K.data(), V.data(), rule, fscale, O.data(), L.data(), sk);
-  else if constexpr (!std::is_same_v<T, float>)  // v2: fp16 / bf16 only
-    cplab_emu::v2_forward<T>(mode, dims, Q.data(), K.data(), V.data(), rule, fscale, O.data(), L.data(), sk);
+  else if constexpr (!std::is_same_v<T, float>) {  // v2, v3: fp16 / bf16 only
+    if (version == 3) cplab_emu::v3_forward<T>(mode, dims, Q.data(), K.data(), V.data(), rule, fscale, O.data(), L.data(), sk);
+    else cplab_emu::v2_forward<T>(mode, dims, Q.data(), K.data(), V.data(), rule, fscale, O.data(), L.data(), sk);
+  }
   const std::vector<double> o = as_doubles(O, t);
   CHECK(rel(o, ref.o.data) < tol.o);
   CHECK(lse_err(std::vector<double>(L.begin(), L.end()), ref.lse) < tol.lse);
+  if (version == 3) return;  // kernel v3's backward is v2's (attention.h): the v2 cases
 
   const std::vector<float> delta = delta_of(o, dout, c.sq, h, dv);
   // the backward accumulates (+=) into its fp32 outputs: start them at c0, not 0

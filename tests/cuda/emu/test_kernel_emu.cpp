@@ -10,10 +10,10 @@
 // Delta from the kernel's own O, the reference reference/core/dense_attention.h on the same rounded
 // inputs, the per-dtype tolerances of test_gpu_util.h (cuda/README.md).
 // The masks of today's models (windows, chunks, packed, attention sinks) are test_kernel_emu_masks.cpp;
-// run_case is emu_case.h.
+// run_case is emu_case.h; kernel v3 is test_kernel_emu_v3.cpp; the emulator's Hopper instructions
+// test_emu_hopper.cpp.
 // What it is not: a GPU test (emu.h and mma_emu.h say what the emulation cannot see: the memory
 // model, the tensor cores' fp32 rounding, timing, bank conflicts), or every case of test_attention.cpp.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <vector>

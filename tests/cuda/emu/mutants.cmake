@@ -1,0 +1,47 @@
+# tests/cuda/emu/mutants.cmake: kernel v3 with one synchronisation removed, run on the emulator,
+# must FAIL (included by tests/cuda/CMakeLists.txt after cplab_kernel_emu_tests).
+#
+# What it is: at configure time each mutant is cuda/attention_v3_fwd.cu with one statement cut (a
+# literal text replaced by another), written to the build tree; an executable compiles emu/emu_v3.cpp
+# against it (its directory first on the include path) with the v3 cases (test_kernel_emu_v3.cpp),
+# and a test `kernel_emulation_mutant_<name>` passes only when that executable fails: exit status
+# not 0 and either doctest's FAILURE or the emulator's abort (cplab_emu: ...) in its output
+# (emu/expect_failure.cmake). If the text to cut is no longer in the kernel (it was edited), the
+# mutant's test fails, naming the text: a mutation test that cannot silently pass.
+# What it is not: a general mutation tester (three hand-picked cuts, the issue's list).
+set(_v3_src ${_cuda}/attention_v3_fwd.cu)
+file(READ ${_v3_src} _v3)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_v3_src})
+
+function(cplab_v3_mutant name cut keep)
+  set(_dir ${CMAKE_CURRENT_BINARY_DIR}/mutants/${name})
+  string(FIND "${_v3}" "${cut}" _at)
+  if(_at EQUAL -1)
+    add_test(NAME kernel_emulation_mutant_${name}
+             COMMAND ${CMAKE_COMMAND} -E echo "mutant ${name}: the text to cut is not in ${_v3_src}: ${cut}")
+    set_tests_properties(kernel_emulation_mutant_${name} PROPERTIES WILL_FAIL TRUE LABELS cuda)
+    # WILL_FAIL on a command that succeeds: the test fails, with the message above
+    return()
+  endif()
+  string(REPLACE "${cut}" "${keep}" _mutant "${_v3}")
+  file(WRITE ${_dir}/attention_v3_fwd.cu.new "${_mutant}")
+  file(COPY_FILE ${_dir}/attention_v3_fwd.cu.new ${_dir}/attention_v3_fwd.cu ONLY_IF_DIFFERENT)
+  add_executable(cplab_kernel_emu_mutant_${name} ${_emu}/test_kernel_emu_v3.cpp ${_emu}/emu_v3.cpp)
+  target_include_directories(cplab_kernel_emu_mutant_${name} BEFORE PRIVATE ${_dir})
+  target_link_libraries(cplab_kernel_emu_mutant_${name} PRIVATE cplab_kernel_emu_common)
+  set_source_files_properties(${_emu}/emu_v3.cpp TARGET_DIRECTORY cplab_kernel_emu_mutant_${name}
+                              PROPERTIES COMPILE_OPTIONS "-Wno-unknown-pragmas;-Wno-sign-compare")
+  add_test(NAME kernel_emulation_mutant_${name}
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:cplab_kernel_emu_mutant_${name}> "-DARGS=-tc=emulated kernel v3*"
+                   -P ${_emu}/expect_failure.cmake)
+  set_tests_properties(kernel_emulation_mutant_${name} PROPERTIES LABELS cuda TIMEOUT 300)
+endfunction()
+
+# (a) a wgmma wait: S read before its product lands; O's products never waited for
+cplab_v3_mutant(wgmma_wait_s "    wgmma_wait<0>();\n    fence_operands(s);\n" "    fence_operands(s);\n")
+cplab_v3_mutant(wgmma_wait_o "    wgmma_wait<0>();\n    fence_operands(acc);\n" "    fence_operands(acc);\n")
+# (b) an mbarrier wait: a K/V stage, and Q, read before TMA has written it
+cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "")
+cplab_v3_mutant(mbar_wait_q "    if (j == t_begin) mbar_wait(&bar[0], 0);\n" "")
+# (c) the __syncthreads that releases a stage: thread 0 refills it while the other warpgroup still reads it
+cplab_v3_mutant(syncthreads "    __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it\n" "")
