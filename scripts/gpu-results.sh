@@ -84,8 +84,9 @@ name=gpu-results-$phase
 # (CI runs those: the kernel emulation, the host checks, bad arguments), so these targets are all
 # they need; `--dry-run --measure-build` checks every selected test's program is among them.
 gpu_targets=(cplab_cuda_tests cplab_comm_tests cplab_cp_gpu_tests cplab-comm-check cplab-bench)
-cpu_only_re='^(kernel_emulation|cuda_host_checks|comm_host_checks|comm_check_bad_.*)$'
-v3_re='_v3$'
+cpu_only_re='^(kernel_emulation.*|cuda_host_checks|comm_host_checks|comm_check_bad_.*)$'
+gpu_sel=(-L cuda -E "$cpu_only_re|_v3\$")         # the GPU tests but v3's
+v3_sel=(-L cuda -R '_v3$' -E "$cpu_only_re")      # v3's, each its own process
 
 # ---- the steps: step KIND TITLE KEY LIMIT ESTIMATE COMMAND...: run it, or (dry run) list it
 plan_rows=() plan_sum=0
@@ -93,10 +94,15 @@ step() {
   local kind=$1 title=$2 key=$3 lim=$4 est=$5
   shift 5
   if [ "$dry" = 1 ]; then
-    local c
-    c=$(printf '%q ' "$@") c=${c% }
+    local c="" a
+    for a in "$@"; do  # as a shell would need it, work-folder paths as in the tarball
+      a=${a//$work/$name}
+      [[ $a =~ [^][A-Za-z0-9_./=,:+-] ]] && a="'$a'"
+      c+=" $a"
+    done
     [ "$kind" = ctest ] && c="$c --stop-time <start + $((lim - 15)) s>"
-    plan_rows+=("| $title | $lim | $est | \`${c//$work/$name}\` |")
+    c=${c# } c=${c//|/\\|}  # a | would split the markdown table's cell
+    plan_rows+=("| $title | $lim | $est | \`$c\` |")
     plan_sum=$((plan_sum + lim))
   else
     run_step "$kind" "$title" "$key" "$lim" "$@"
@@ -136,19 +142,30 @@ ensure_build() {
 }
 
 bench=$bdir/bench/cplab-bench
-cp_shape=(--cp 8 --seq 65536 --heads 32 --kv-heads 8 --head-dim 128 --warmup 1 --iters 3)  # 3 timings x 4 kinds per pass
-cp_modes() {  # LIMIT_P2P LIMIT_OTHER LIMIT_V3: every CP mode (v2, fwd + bwd), then the ring with v3 fwd
-  local mode key extra lim
+# cp 8 ranks, 32/8 heads, d 128, causal bf16; each run times 4 kinds x --iters per pass after --warmup:
+# about 24 F + 13 B GPU seconds with F, B one forward, backward over all tokens on one GPU
+cp_shape=(--cp 8 --heads 32 --kv-heads 8 --head-dim 128 --warmup 1 --iters 3)
+# cp_modes LIMIT_P2P LIMIT_OTHER LIMIT_V3 SEQ_OTHER: the ring at 64K tokens (one attention call at 64K
+# beside it: issue 23's 1.15x), the other modes at SEQ_OTHER, then the ring with kernel v3, forward
+cp_modes() {
+  local mode key extra lim seq
   for mode in p2p allgather a2a a2a+p2p; do
-    key=cp_${mode//+/_} extra=() lim=$2
-    [ "$mode" = p2p ] && lim=$1
+    key=cp_${mode//+/_} extra=() lim=$2 seq=$4
+    [ "$mode" = p2p ] && lim=$1 seq=65536
     [ "$mode" = a2a+p2p ] && extra=(--hcp "2,4")
-    step bench "cplab-bench cp --mode $mode${extra[*]:+ ${extra[*]}}" "$key" "$lim" "10-30 s (guess; never run)" \
-      "$bench" cp --mode "$mode" "${extra[@]}" "${cp_shape[@]}" --json "$work/$key.json" --trace "$work/${key}_trace.json"
+    step bench "cplab-bench cp --mode $mode${extra[*]:+ ${extra[*]}} --seq $seq" "$key" "$lim" "$(cp_estimate "$seq" both)" \
+      "$bench" cp --mode "$mode" "${extra[@]}" --seq "$seq" "${cp_shape[@]}" --json "$work/$key.json" --trace "$work/${key}_trace.json"
   done
-  step bench "cplab-bench cp --mode p2p --kernel v3 --pass fwd" cp_p2p_v3_fwd "$3" "5-15 s (guess; never run)" \
-    "$bench" cp --mode p2p --kernel v3 --pass fwd "${cp_shape[@]}" --json "$work/cp_p2p_v3_fwd.json" \
+  step bench "cplab-bench cp --mode p2p --kernel v3 --pass fwd --seq 65536" cp_p2p_v3_fwd "$3" "$(cp_estimate 65536 fwd)" \
+    "$bench" cp --mode p2p --kernel v3 --pass fwd --seq 65536 "${cp_shape[@]}" --json "$work/cp_p2p_v3_fwd.json" \
     --trace "$work/cp_p2p_v3_fwd_trace.json"
+}
+# the GPU seconds of one cp run, guessed from the issue's predicted rates (v2 forward 200, backward 80
+# TFLOP/s; causal FLOPs 4 h s^2 d / 2 forward, 2.5x that backward): 24 F + 13 B, or 13 F forward only
+cp_estimate() {
+  awk -v s="$1" -v p="$2" 'BEGIN { f = 4 * 32 * s * s * 128 / 2; F = f / 200e12; B = 2.5 * f / 80e12
+    t = (p == "fwd") ? 13 * F : 24 * F + 13 * B
+    printf "%.0f s GPU + set-up (guess from the predicted rates; never run)", t }'
 }
 
 # all-in-one: the limits sum to <= 525 s (checked by --dry-run); estimates in data/gpu/dry-run.md
@@ -157,14 +174,14 @@ attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both)  # 8 shapes: the F
 plan_all_in_one() {
   ensure_build 40 "6.5 s wall here (2 cores)" 195 "upper bound 130 s on 16 cores (data/gpu/dry-run.md)" "${gpu_targets[@]}"
   step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 95 "30-90 s (guess; never run)" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" -L cuda -E "$cpu_only_re|$v3_re" -j 4 --output-on-failure --timeout 80
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 80
   step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 40 "10-25 s (guess; a v3 stall traps in 10 s)" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" -L cuda -R "$v3_re" -j 4 --output-on-failure --timeout 25
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 25
   step bench "cplab-bench attention (kernel v2, fwd + bwd)" attention_v2 65 "25-50 s (guess: 2 torch starts, 8 shapes)" \
     "$bench" attention "${attn_shapes[@]}" --json "$work/attention_v2.json"
   step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 35 "15-30 s (guess; never run)" \
     "$bench" attention --kernel v3 --pass fwd "${attn_shapes[@]}" --json "$work/attention_v3_fwd.json"
-  cp_modes 35 25 15
+  cp_modes 45 20 20 32768
 }
 
 # the older phases, as before (each a call of its own, 550 s; all: no limits)
@@ -183,7 +200,7 @@ plan_phase() {
   case "$1" in bench | all)
     step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 150 "1-2 min" \
       "$bench" attention --kernel v3 --pass fwd --json "$work/attention_v3_fwd.json"
-    cp_modes 80 80 50 ;;
+    cp_modes 80 80 50 65536 ;;
   esac
 }
 
@@ -206,28 +223,37 @@ if [ "$dry" = 1 ]; then
   if [ "$plan_sum" -gt $((limit - reserve)) ]; then
     echo "**OVER**: the limits exceed the run's time; a late step would be cut short or not run." && rc=1
   fi
+  mdir=$root/build-gpu-dry  # the measured build: exactly the targets above
   if [ "$measure" = 1 ]; then
-    mdir=$root/build-gpu-dry
     echo
     echo "## The build measured: configure + exactly the targets above, here"
     echo
     configure_args
     scripts/gpu-build-measure.sh "$mdir" 16 "${cfg[@]}" -- "${gpu_targets[@]}" || exit 1
+  fi
+  echo
+  echo "## The tests the two ctest steps select, and their programs"
+  echo
+  if [ ! -s "$mdir/build.time" ]; then  # /usr/bin/time writes it when the build ends
+    echo "Not checked: no finished measured build in $mdir (run with --measure-build)."
+  else
+    cmake "$mdir" >/dev/null || exit 1  # the tests as the CMakeLists.txt say today
+    echo "In $mdir, built by the measurement (finished $(date -u -r "$mdir/build.time" +%Y-%m-%dT%H:%M:%SZ)):"
     echo
-    echo "## The tests the two ctest steps select, and their programs (built above?)"
-    echo
-    for sel in "-E $cpu_only_re|$v3_re" "-R $v3_re"; do
-      # shellcheck disable=SC2086,SC2016  # sel is two words (option, regex); the Python is single-quoted
-      ctest --test-dir "$mdir" -L cuda $sel --show-only=json-v1 | python3 -c '
+    for sel in gpu_sel v3_sel; do
+      declare -n a=$sel
+      # shellcheck disable=SC2016  # the Python is single-quoted
+      ctest --test-dir "$mdir" "${a[@]}" --show-only=json-v1 | python3 -c '
 import json, os, sys
-sel, rc = sys.argv[1], 0
+rc = 0
 for t in json.load(sys.stdin)["tests"]:
     cmd = t.get("command") or ["?"]
     exe = next((a[6:] for a in cmd if a.startswith("-DEXE=")), cmd[0])
     ok = os.path.isfile(exe)
-    print(f"- `{t[\"name\"]}` ({sel}): `{os.path.basename(exe)}` {\"built\" if ok else \"NOT BUILT\"}")
+    name, prog, state = t["name"], os.path.basename(exe), "built" if ok else "NOT BUILT"
+    print(f"- {sys.argv[1]}: `{name}` runs `{prog}`: {state}")
     rc |= not ok
-sys.exit(rc)' "ctest -L cuda $sel" || { echo "**a selected test has no built program**"; rc=1; }
+sys.exit(rc)' "$sel" || { echo "**a selected test has no built program**"; rc=1; }
     done
   fi
   exit "$rc"
