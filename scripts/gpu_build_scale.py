@@ -52,9 +52,11 @@ def main():
     print(f"- jobs: {len(compiles)} compiles, CPU {sum(j[1] for j in compiles):.1f} s; "
           f"{len(links)} links, CPU {sum(j[1] for j in links):.1f} s; the rest of the build "
           f"(ninja, cmake, ar): {w - w_jobs:.1f} s")
+    print(f"- assumption: each job takes the CPU seconds there that it took here (same per-core speed, one "
+          f"core per job, no ccache) and the {cores} cores are free; ninja runs a ready job whenever a core is idle")
     print(f"- W = {w:.1f} CPU s; longest compile {longest_c:.1f} s + longest link {longest_l:.1f} s = L = {chain:.1f} s")
-    print(f"- on {cores} cores at this machine's per-core speed: max(W/{cores}, L) = {lower:.1f} s <= build wall "
-          f"<= W/{cores} + L = {upper:.1f} s (plan with the upper bound)")
+    print(f"- on {cores} cores: max(W/{cores}, L) = {lower:.1f} s <= build wall <= W/{cores} + L = {upper:.1f} s "
+          f"(the upper bound: Graham's for any list schedule; plan with it)")
     print()
     print("The ten longest jobs (CPU s = user + sys; wall s on this busy machine):")
     print()
