@@ -7,9 +7,11 @@
 #
 # ON THE DEVICE (the device tool, one call, from a cold start):
 #   1. here, first: scripts/gpu-bundle.sh   (.deps/: Eigen, doctest, CLI11, nlohmann-json headers and
-#      .deps/COMMIT; 10.7 MB, with the 3.5 MB tree well under the 64 MiB carry limit)
+#      .deps/COMMIT; 10.2 MiB, with the 3.3 MiB tree well under the 64 MiB carry limit: the dry run
+#      checks it)
 #   2. run with carry [".deps"], command `scripts/gpu-results.sh`, timeout_s 600
-#      (the script stops itself by 540 s; the 60 s left are margin, not plan)
+#      (the script stops itself by 540 s; the 60 s left are margin, not plan: with the machine's
+#      start, one such call fits a 15-minute device budget, a second one does not)
 #   3. commit $OUT's results.md as data/gpu/results-<gpu>-<commit>.md; the tarball holds the logs,
 #      JSON and traces (cplab-viz --view timeline --trace).
 # OUTDIR (default: $OUT, the device tool's folder, else out/gpu-results) gets three files, written as
@@ -24,9 +26,9 @@
 # all-in-one: configure (Ninja, Release, sm_90, warnings not errors), build ONLY the five targets the
 # GPU steps run, the GPU tests (v3's cases in processes of their own: cuda_tests_v3, cp_gpu_tests_v3,
 # bench_*_v3), cplab-bench attention (v2 fwd + bwd, v3 fwd) beside PyTorch SDPA flash and cuDNN, and
-# cplab-bench cp for every mode. Every step has its own limit (`timeout -k 10`), clipped to what is
-# left before 540 - 15 s (15 s kept for packing); the limits sum to at most that, so no step is
-# starved by another's overrun. `--dry-run` prints the steps, their limits and estimates, and checks
+# cplab-bench cp for every mode (the ring at 64K tokens, the others at 32K). Every step has its own
+# limit (`timeout -k 10`), clipped to what is left before 540 - 15 s (15 s kept for packing); the
+# limits sum to 505 s, so no step is starved by another's overrun. `--dry-run` prints the steps, their limits and estimates, and checks
 # that sum; `--dry-run --measure-build` also configures and builds exactly those targets here
 # (scripts/gpu-build-measure.sh, CPU seconds, scaled to 16 cores). The figures of the last dry run,
 # with the date and the machine: data/gpu/dry-run.md.
@@ -175,8 +177,8 @@ cp_estimate() {
 # shellcheck disable=SC2054  # the commas are cplab-bench list values
 attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both)  # 8 shapes: the FA2/FA3 anchors' d and 8K
 plan_all_in_one() {
-  ensure_build 30 "11 s wall, 4 CPU s on the busy 2-core dev box" \
-    90 "18-31 s: 287 CPU s on the 2-core dev box, scaled to 16 cores (below)" "${gpu_targets[@]}"
+  ensure_build 30 "10-11 s wall, 4 CPU s on the busy 2-core dev box" \
+    90 "16-31 s: 260-287 CPU s in two runs on the 2-core dev box, scaled to 16 cores (below)" "${gpu_targets[@]}"
   step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 100 "30-80 s (guess), 4 at a time" \
     env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 85
   step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 40 "10-25 s (guess); a v3 stall traps in 10 s" \
@@ -227,6 +229,17 @@ if [ "$dry" = 1 ]; then
   rc=0
   if [ "$plan_sum" -gt $((limit - reserve)) ]; then
     echo "**OVER**: the limits exceed the run's time; a late step would be cut short or not run." && rc=1
+  fi
+  echo
+  echo "## The carry: .deps and the tree, against the device tool's 64 MiB"
+  echo
+  if [ -d .deps/usr ]; then
+    deps=$(du -sb .deps | cut -f1)
+    tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+    awk -v d="$deps" -v t="$tree" 'BEGIN { m = 1048576; printf "- .deps (scripts/gpu-bundle.sh): %.1f MiB; the tree (tracked and untracked files git does not ignore): %.1f MiB; together %.1f MiB of 64 MiB\n", d / m, t / m, (d + t) / m }'
+    [ $((deps + tree)) -le $((64 * 1048576)) ] || { echo "**OVER the 64 MiB carry limit**"; rc=1; }
+  else
+    echo "No .deps here: run scripts/gpu-bundle.sh first (the device call carries it)." && rc=1
   fi
   mdir=$root/build-gpu-dry  # the measured build: exactly the targets above
   echo
