@@ -7,7 +7,7 @@
 # deadline, its status and a summary of its log appended to results.md as soon as it ends.
 # What it is not: the plan (which steps, their limits and estimates: scripts/gpu-results.sh).
 # Expects from the caller: root, out (OUTDIR), name (the tarball's folder), bdir, limit (seconds for
-# the whole run, 0 = none), reserve (seconds kept for the final packing).
+# the whole run, 0 = none), reserve (seconds kept for a timed-out step's kill grace and the packing).
 
 # ---- work folder (packed into the tarball) and OUTDIR's three files
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cplab-gpu-results.XXXXXX") || exit 2

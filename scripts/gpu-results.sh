@@ -27,9 +27,12 @@
 # GPU steps run, the GPU tests (v3's cases in processes of their own: cuda_tests_v3, cp_gpu_tests_v3,
 # bench_*_v3), cplab-bench attention (v2 fwd + bwd, v3 fwd) beside PyTorch SDPA flash and cuDNN, and
 # cplab-bench cp for every mode (the ring at 64K tokens, the others at 32K). Every step has its own
-# limit (`timeout -k 10`), clipped to what is left before 540 - 15 s (15 s kept for packing); the
-# limits sum to 505 s, so no step is starved by another's overrun. `--dry-run` prints the steps, their limits and estimates, and checks
-# that sum; `--dry-run --measure-build` also configures and builds exactly those targets here
+# limit (`timeout -k 10`), clipped to what is left before 540 - 25 s (25 s kept for a killed step's
+# grace, up to 13 s, and the packing). The limits sum to 505 s, so a step that hangs is cut at its
+# own limit and the later ones still get theirs (a kill adds up to 13 s, which the last steps lose
+# when every step runs to its limit: the last one is then cut short or NOT RUN, as results.md says).
+# `--dry-run` prints the steps, their limits and estimates, and checks that sum; `--dry-run
+# --measure-build` also configures and builds exactly those targets here
 # (scripts/gpu-build-measure.sh, CPU seconds, scaled to 16 cores). The figures of the last dry run,
 # with the date and the machine: data/gpu/dry-run.md.
 # Older phases (each its own call; the build dir does not survive a cold start): build-test
@@ -79,7 +82,7 @@ case "$phase" in
   all-in-one) limit=${CPLAB_GPU_PHASE_LIMIT:-540} ;;
   *) limit=${CPLAB_GPU_PHASE_LIMIT:-550} ;;
 esac
-reserve=15  # seconds kept for the final packing when a run limit is set
+reserve=25  # seconds kept, when a run limit is set, for a timed-out step's kill (-k 10, then 3 s) and the packing
 name=gpu-results-$phase
 
 # What the all-in-one run builds and tests. The GPU tests are ctest -L cuda without the CPU-only ones
@@ -171,7 +174,7 @@ cp_estimate() {
     printf "%.0f s GPU + set-up (guess from the predicted rates; never run)", t }'
 }
 
-# all-in-one: the limits sum to <= 510 s, 15 s under the 525 s before packing (checked by --dry-run,
+# all-in-one: the limits sum to 505 s, 10 s under the 515 s before the reserve (checked by --dry-run,
 # whose last output, with the build measured, is data/gpu/dry-run.md). The GPU steps' estimates are
 # guesses: none of them has run on a GPU yet.
 # shellcheck disable=SC2054  # the commas are cplab-bench list values
@@ -225,7 +228,8 @@ if [ "$dry" = 1 ]; then
   echo "| --- | ---: | --- | --- |"
   printf '%s\n' "${plan_rows[@]}"
   echo
-  echo "Limits summed: $plan_sum s of the $((limit - reserve)) s before packing ($limit s in all)."
+  echo "Limits summed: $plan_sum s of the $((limit - reserve)) s before the reserve ($limit s in all; $reserve s kept"
+  echo "for a timed-out step's kill grace, up to 13 s, and the packing)."
   rc=0
   if [ "$plan_sum" -gt $((limit - reserve)) ]; then
     echo "**OVER**: the limits exceed the run's time; a late step would be cut short or not run." && rc=1
