@@ -182,10 +182,12 @@ attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both)  # 8 shapes: the F
 plan_all_in_one() {
   ensure_build 30 "10-11 s wall, 4 CPU s on the busy 2-core dev box" \
     90 "16-31 s: 260-287 CPU s in two runs on the 2-core dev box, scaled to 16 cores (below)" "${gpu_targets[@]}"
-  step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 100 "30-80 s (guess), 4 at a time" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 85
-  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 40 "10-25 s (guess); a v3 stall traps in 10 s" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 25
+  step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 95 "30-80 s (guess), 4 at a time" \
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 80
+  # cp_gpu_tests_v3: 14 CP runs at 1600 tokens, d 64/128, each checked against a dense double reference
+  # (`cplab run` of one such shape: 2.4 CPU s here for the CP simulation and the dense oracle together)
+  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 45 "10-30 s (guess); a v3 stall traps in 10 s" \
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 30
   step bench "cplab-bench attention (kernel v2, fwd + bwd)" attention_v2 70 \
     "30-60 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)" \
     "$bench" attention "${attn_shapes[@]}" --json "$work/attention_v2.json"
