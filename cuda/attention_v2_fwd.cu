@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
   KeyRange kr[2];
   for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
 
-  OnlineRow<float> st[2];
+  FastRow st[2];
+  const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x
   float acc[D / 8][4];
   for (auto& a : acc)
     for (float& x : a) x = 0.f;
@@ -101,7 +102,8 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
     // scale, mask, online softmax
     const std::int64_t t0 = j * kBc;
     float alpha[2];
-    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e >> 2][e & 3]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
+    if (!bk.full(t0, kBc, P.sk)) mask_tile<kBc / 2>([&](int e) -> float& { return s[e >> 2][e & 3]; }, kr, t0, tg);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e >> 2][e & 3]; }, st, c, alpha);
     for (auto& a : acc) a[0] *= alpha[0], a[1] *= alpha[0], a[2] *= alpha[1], a[3] *= alpha[1];
     // O += P V: P from the S registers, V via ldmatrix.trans
     for (int kk = 0; kk < kBc / 16; ++kk) {
@@ -116,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
     }
     __syncthreads();  // this buffer is refilled two iterations on
   }
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse, sinks);
+  store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse, sinks);
 }
 
 #ifndef CPLAB_EMULATE

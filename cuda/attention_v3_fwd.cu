@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_kv(t_begin, 0);
   }
 
-  OnlineRow<float> st[2];
+  FastRow st[2];
+  const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x
   float acc[D / 2];
   for (float& x : acc) x = 0.f;
 
@@ -119,7 +120,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // scale, mask, online softmax (attention_tile.cuh: the register convention is v2's)
     const std::int64_t t0 = j * kBc;
     float alpha[2];
-    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
+    if (!bk.full(t0, kBc, P.sk)) mask_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, kr, t0, tg);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, c, alpha);
     for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
     std::uint32_t pa[kBc / 16][4];  // wgmma::p_from_s: register r of key slice k is S's 8k + 2r, 8k + 2r + 1
     for (int e = 0; e < kBc / 2; e += 2) pa[e / 8][(e % 8) / 2] = pack2<T>(s[e], s[e + 1]);
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
   }
 
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);
+  store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);
 #else
   __trap();  // not an sm_90a build: the launcher never gets here (v3_check_device)
 #endif
