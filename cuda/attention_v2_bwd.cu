@@ -6,7 +6,7 @@
 // dV have one writer and need no atomics. Per query tile, with Q, dO staged by cp.async, in two
 // halves of 32 queries (so only 16 x 32 of S^T and dP^T are live beside dK and dV: no spills at d 128):
 //   S^T  = K Q^T                      (A: K rows, B: Q rows)           16 keys x 64 queries
-//   P^T  = exp(scale S^T - LSE)       bwd_prob (softmax_rules.h); masked pairs give 0
+//   P^T  = exp(scale S^T - LSE)       fast_bwd_prob (softmax_rules.h: one FFMA, one ex2); masked pairs 0
 //   dV  += P^T dO                     (A: P^T from registers, B: dO rows, .trans)
 //   dP^T = V dO^T                     (A: V rows, B: dO rows)
 //   dS^T = P^T (dP^T - Delta)         bwd_ds
@@ -58,13 +58,14 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
   T* dos = qs + Smem<D>::kTile;
   T* dst = dos + Smem<D>::kTile;  // dS^T: (kBc keys, kLdS)
   float* ls = reinterpret_cast<float*>(dst + kBc * kLdS);
-  float* des = ls + kBr;
+  float* des = ls + kBr;  // ls: the rows' fast_lse_offset (LSE log2(e)), des: their Delta
   std::int64_t* los = reinterpret_cast<std::int64_t*>(des + kBr);
   std::int64_t* his = los + kBr;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = mma::group_id(lane), tg = mma::thread_in_group(lane);
   const std::int64_t kb0 = static_cast<std::int64_t>(blockIdx.x) * kBc, kh = blockIdx.y, grp = P.h / P.hk;
   const std::int64_t key[2] = {kb0 + warp * 16 + g, kb0 + warp * 16 + g + 8};  // this thread's rows of S^T
+  const float c = scale * kLog2e;  // softmax_rules.h fast path: P = 2^(x c - LSE log2(e)) on raw logits x
 
   load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(ks, k, kb0, P.sk, P.hk, kh);
   load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(vs, v, kb0, P.sk, P.hk, kh);
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
         const std::int64_t a = a0 + threadIdx.x;
         const KeyRange r = a < P.sq ? mask.keys(a, P.sk) : KeyRange{0, 0};
         los[threadIdx.x] = r.lo, his[threadIdx.x] = r.hi;
-        ls[threadIdx.x] = a < P.sq ? lse[i * P.sq + a] : 0.f;
+        ls[threadIdx.x] = fast_lse_offset(a < P.sq ? lse[i * P.sq + a] : 0.f);  // LSE log2(e), +inf for an empty row
         des[threadIdx.x] = a < P.sq ? delta[i * P.sq + a] : 0.f;
         any = r.lo < r.hi && r.lo < kb0 + kBc && r.hi > kb0;
         all = a < P.sq && r.lo <= kb0 && r.hi >= kb0 + kBc && kb0 + kBc <= P.sk;
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
             const int ql = qh * kQh + nt * 8 + 2 * tg + (e & 1);
             const std::int64_t kk = key[e >> 1];
             const bool vis = full || (kk >= los[ql] && kk < his[ql]);
-            const float p = vis ? bwd_prob(scale * s[nt][e], ls[ql]) : 0.f;
+            const float p = vis ? fast_bwd_prob(s[nt][e], c, ls[ql]) : 0.f;
             s[nt][e] = p;
             dp[nt][e] = bwd_ds(p, dp[nt][e], des[ql]);
           }

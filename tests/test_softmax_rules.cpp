@@ -196,4 +196,8 @@ TEST_CASE("softmax rules: -inf safety of the fast path with no per-element branc
   CHECK(fast_weight(neg_inf<float>(), c, mc) == 0.0f);  // a masked logit under a finite max
   CHECK(fast_rescale(r, 2.0f, c, mc) == 1.0f);          // a smaller block max changes nothing
   CHECK(fast_rescale(r, 6.0f, c, mc) == doctest::Approx(std::exp(-1.0f)));  // 2^((4 - 6) c) = e^(-1)
+  // the backward's P = exp(scale x - LSE) from LSE log2(e); a row that sees no key gives 0, no NaN
+  CHECK(fast_bwd_prob(3.0f, c, fast_lse_offset(1.0f)) == doctest::Approx(std::exp(0.5f * 3.0f - 1.0f)));
+  CHECK(fast_bwd_prob(3.0f, c, fast_lse_offset(neg_inf<float>())) == 0.0f);
+  CHECK(bwd_prob(0.5f * 3.0f, 1.0f) == doctest::Approx(fast_bwd_prob(3.0f, c, fast_lse_offset(1.0f))));
 }

@@ -11,7 +11,7 @@
 //   online_lse / online_inv_l  the row's LSE = m + log l and the 1 / l that normalises acc
 //   bwd_prob / bwd_ds          the backward's recomputed probability P = exp(s - LSE) and
 //                              dS = P (dP - Delta), from the FINAL (merged) LSE
-//   FastRow, fast_*            the v2 / v3 kernels' own form of OnlineRow (FlashAttention-2's):
+//   FastRow, fast_*            the v2 / v3 kernels' own form of OnlineRow and bwd_prob (FA2's):
 //                              raw logits, exp2 with scale * log2(e) folded into one FMA,
 //                              ex2.approx on the device, the -inf guard once per row (float only;
 //                              the CPU reference never uses it, its numerics are the rules above)
@@ -154,5 +154,11 @@ CPLAB_HD inline float fast_weight(float x, float c, float mc) { return fast_exp2
 CPLAB_HD inline float fast_lse(const FastRow& r, float scale) { return r.l > 0.f ? r.m * scale + hd_log(r.l) : neg_inf<float>(); }
 // 1 / l; 0 for a fully masked row (O = 0)
 CPLAB_HD inline float fast_inv_l(const FastRow& r) { return r.l > 0.f ? 1.f / r.l : 0.f; }
+
+// the backward's P = exp(scale x - LSE) = 2^fma(x, c, -lc) on a RAW logit x, from the row's
+// fast_lse_offset lc: LSE log2(e), or +inf for a row that sees no key (LSE = -inf), so that P = 0
+// there with no per-element test (as bwd_prob; a masked pair is the caller's to zero)
+CPLAB_HD inline float fast_lse_offset(float lse) { return lse == neg_inf<float>() ? static_cast<float>(INFINITY) : lse * kLog2e; }
+CPLAB_HD inline float fast_bwd_prob(float x, float c, float lc) { return fast_exp2(fmaf(x, c, -lc)); }
 
 }  // namespace cplab
