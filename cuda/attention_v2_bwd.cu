@@ -17,7 +17,10 @@
 //                                     in two halves of D / 2 columns (half the accumulators live)
 // Query tiles in which no row sees any of the block's keys are skipped; tiles in which every row
 // sees all of them skip the per-element mask test (MaskRule::keys otherwise).
-// What it is not: tuned on a GPU yet (single-buffered Q/dO, FA2-like sizes), or deterministic
+// Q and dO of the next query tile load (cp.async) during this tile's dQ product, into the same
+// buffers (no longer read then): the load overlaps the dQ product and its atomics.
+// What it is not: tuned on a GPU yet (FA2-like sizes; the next tile's S^T still waits for its
+// load), or deterministic
 // (the dQ atomics add in any order).
 #include "attention_impl.cuh"
 #include "mma.cuh"
@@ -75,6 +78,9 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
   for (int nt = 0; nt < D / 8; ++nt)
     for (int e = 0; e < 4; ++e) gk[nt][e] = 0.f, gv[nt][e] = 0.f;
 
+  // the query tile (head pf_i, rows from pf_a0) whose Q and dO are in flight into qs / dos, loaded
+  // during the previous tile's dQ product (-1: none)
+  std::int64_t pf_i = -1, pf_a0 = -1;
   for (std::int64_t i = kh * grp; i < (kh + 1) * grp; ++i)
     for (std::int64_t a0 = 0; a0 < P.sq; a0 += kBr) {
       __syncthreads();  // the previous tile's shared memory is no longer read
@@ -90,9 +96,12 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
       }
       if (!__syncthreads_or(any)) continue;
       const bool full = __syncthreads_and(all);
-      load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(qs, q, a0, P.sq, P.h, i);
-      load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(dos, dout, a0, P.sq, P.h, i);
-      cp_async_commit();
+      if (pf_i != i || pf_a0 != a0) {  // not prefetched (the first tile, or the prefetch was of a skipped tile)
+        cp_async_wait<0>();  // a stale prefetch lands before its buffers are refilled (same chunks per thread)
+        load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(qs, q, a0, P.sq, P.h, i);
+        load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(dos, dout, a0, P.sq, P.h, i);
+        cp_async_commit();
+      }
       cp_async_wait<0>();
       __syncthreads();
 
@@ -150,6 +159,17 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
           }
       }
       __syncthreads();
+      // Q and dO are no longer read in this tile (dQ reads dS^T and K): the next query tile's load
+      // overlaps the dQ product and its atomics (wasted if that tile turns out to be skipped)
+      pf_i = a0 + kBr < P.sq ? i : i + 1;
+      pf_a0 = a0 + kBr < P.sq ? a0 + kBr : 0;
+      if (pf_i < (kh + 1) * grp) {
+        load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(qs, q, pf_a0, P.sq, P.h, pf_i);
+        load_tile_async<kBr, D, Smem<D>::kLd, kThreads>(dos, dout, pf_a0, P.sq, P.h, pf_i);
+        cp_async_commit();
+      } else {
+        pf_i = pf_a0 = -1;
+      }
       // dQ (this warp: query rows 16 warp .. + 15) = dS K over the block's 64 keys, in two halves
       // of D columns (kHalf fp32 accumulators per thread instead of D / 2: fewer live registers
       // beside dK and dV, which stay live all kernel)
@@ -180,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) bwd_kernel(const T* __restrict__ q, 
         }
       }
     }
-  cp_async_wait<0>();  // K/V were never waited for when every query tile was skipped
+  cp_async_wait<0>();  // K/V (every query tile skipped) or a prefetch of a skipped last tile may be in flight
   for (int x = 0; x < 2; ++x) {
     if (key[x] >= P.sk) continue;
     float* ok_ = dk + (key[x] * P.hk + kh) * D;
