@@ -5,8 +5,8 @@
 // swizzled, counted on an mbarrier per stage) into two stages, the next tile always in flight
 // while this one is computed; out-of-range rows arrive as zeros. Each warpgroup computes
 // S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), applies
-// the mask and softmax_rules.h's online softmax to its accumulator registers with v2's own code
-// (attention_tile.cuh: the register convention is the same), and adds O += P V with
+// the mask (boundary tiles only) and softmax_rules.h's exp2 fast path to its accumulator registers
+// with v2's own code (attention_tile.cuh: the register convention is the same), and adds O += P V with
 // wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
 // shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
 // tiles every row sees in full skip the per-element test (so sliding windows and chunks, as per-row
