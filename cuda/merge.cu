@@ -3,7 +3,7 @@
 //
 // What it is: a warp per (row, head) for the O of merge_streaming and fold_correction (lanes over
 // the row's elements: coalesced), a thread per (row, head) for the LSE (merge_lse, and
-// merge_streaming's second launch), a thread per element for accumulate_f32 and cast_from_f32; the
+// merge_streaming's second launch), a thread per element for fill_f32, accumulate_f32 and cast_from_f32; the
 // rows of a partial checked (cplab::Error) before any launch. The kernels also run on the CPU
 // emulation (CPLAB_EMULATE cuts the host API: tests/cuda/emu/emu_merge.cpp). The merges use
 // core/softmax_rules.h's lse_merge / merge_weight, the reference's own definitions (reference/core/merge.h).
@@ -61,6 +61,11 @@ __global__ void fold_kernel(float* __restrict__ o_acc, const float* __restrict__
   const float w = merge_weight(lse_part[i * m + t], lse_final[i * n + row0 + t]);
   float* O = o_acc + ((row0 + t) * h + i) * dv;
   for (std::int64_t e = lane; e < dv; e += 32) O[e] += w * to_float(o_part[x * dv + e]);
+}
+
+__global__ void fill_kernel(float* __restrict__ y, std::int64_t count, float value) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < count) y[j] = value;
 }
 
 __global__ void accumulate_kernel(float* __restrict__ y, const float* __restrict__ x, std::int64_t count) {
@@ -121,6 +126,13 @@ void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t d
                                                                          static_cast<const T*>(o_part), lse_part);
     check_launch("fold_correction");
   });
+}
+
+void fill_f32(float* y, std::int64_t count, float value, cudaStream_t stream) {
+  require(count >= 0, "fill_f32 needs count >= 0");
+  if (count == 0) return;
+  fill_kernel<<<blocks_for(count, kThreads), kThreads, 0, stream>>>(y, count, value);
+  check_launch("fill_f32");
 }
 
 void accumulate_f32(float* y, const float* x, std::int64_t count, cudaStream_t stream) {

@@ -60,6 +60,7 @@ TEST_CASE("attention checks: kernels, dtypes, head dims, heads and masks are che
                                           at(4096 + 2), nullptr, nullptr, MaskRule{}, 1.0f, nullptr, nullptr, nullptr, nullptr),
                        "kernel v2 reads dout with 16-byte copies: its address must be 16-byte aligned", Error);
   CHECK_THROWS_WITH_AS(DeviceMask(Mask::ranges({0, 0}, {1, 2}), 3), "a ranges mask needs one [lo, hi) per query row (3 rows)", Error);
+  CHECK_THROWS_WITH_AS(fill_f32(nullptr, -1, 0.f, nullptr), "fill_f32 needs count >= 0", Error);
   CHECK_THROWS_WITH_AS(merge_lse(10, 2, nullptr, 8, 4, nullptr, nullptr),
                        "a partial's rows [8, 12) must lie in the accumulator's [0, 10)", Error);
 }

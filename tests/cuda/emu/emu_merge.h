@@ -14,4 +14,7 @@ void merge_streaming_f32(std::int64_t n, std::int64_t h, std::int64_t dv, float*
 void fold_correction_f32(std::int64_t n, std::int64_t h, std::int64_t dv, float* o_acc, const float* lse_final,
                          std::int64_t row0, std::int64_t m, const float* o_part, const float* lse_part);
 
+// y (count) = value (merge.cu fill_f32's kernel and grid)
+void fill_f32(float* y, std::int64_t count, float value);
+
 }  // namespace cplab_emu

@@ -2,7 +2,8 @@
 // emulation: emu_merge.cpp) against the reference's merge (reference/core/merge.h, double):
 // merge_streaming of a partial into part of the accumulator's rows, and TE's fold (fold_correction
 // of two partials under the merged LSE). Rows empty in one or both partials (LSE -inf) included;
-// dv = 70, not a multiple of the warp, so the lanes' last stride is partial.
+// dv = 70, not a multiple of the warp, so the lanes' last stride is partial; and fill_f32 (a CP
+// forward's LSE accumulator set to -inf on the device).
 // What it is not: a test of the host API's checks (test_attention_checks.cpp) or of timing.
 #include <doctest/doctest.h>
 
@@ -83,4 +84,11 @@ TEST_CASE("emulated merge kernels: merge_streaming and fold_correction equal the
     cplab_emu::fold_correction_f32(n, h, dv, o.data(), lse_final.data(), row0, m, ob.data(), lb.data());
     CHECK(rel(o, o_ref.data.data(), o.size()) < 1e-6);
   }
+}
+
+TEST_CASE("emulated fill_f32: every element of the range and none beyond") {
+  std::vector<float> y(600, 1.f);  // 2 blocks and a partial third of 256 threads, 20 guard elements
+  cplab_emu::fill_f32(y.data(), 580, neg_inf<float>());
+  for (size_t j = 0; j < 580; ++j) REQUIRE(y[j] == neg_inf<float>());
+  for (size_t j = 580; j < y.size(); ++j) REQUIRE(y[j] == 1.f);
 }
