@@ -5,6 +5,7 @@
 // and the one-thread-per-(row, head) kernel of softmax_delta.
 // What it is not: the attention kernels (attention_v1.cu, attention_v2_*.cu, attention_v3_fwd.cu),
 // or the (O, LSE) merges, the fp32 accumulation and the casts (merge.cu).
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -87,6 +88,9 @@ void check_aligned(Kernel kernel, std::initializer_list<std::pair<const char*, c
 void attention_forward(Kernel kernel, DType dtype, const AttnDims& dims, const void* q, const void* k, const void* v,
                        const MaskRule& mask, float scale, void* o, float* lse, cudaStream_t stream, const float* sinks) {
   check_supported(kernel, dtype, dims);
+  // v2 / v3 take each row's max over the RAW logits and fold scale * log2(e) into one FMA
+  // (softmax_rules.h fast path), which is the max of the scaled logits only for scale > 0
+  require(scale > 0.f && std::isfinite(scale), "the attention scale must be a finite number > 0 (got " + approx(scale) + ")");
   check_aligned(kernel, {{"q", q}, {"k", k}, {"v", v}}, "o", o);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);

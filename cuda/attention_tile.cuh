@@ -7,7 +7,8 @@
 // of its 16-row slice), and register e of a tile of keys is row x = (e / 2) % 2, key
 // 8 (e / 4) + 2 t + e % 2, with t = lane % 4. The kernels keep their registers in their own arrays
 // and pass an accessor `at(e)` returning a float& (fully unrolled, so it costs nothing). The
-// arithmetic is softmax_rules.h's (OnlineRow), the same the CPU reference runs.
+// arithmetic is softmax_rules.h's fast path (FastRow: exp2 on raw logits, scale * log2(e) folded
+// into one FMA), the CPU reference's online softmax in float rounding.
 // What it is not: the products (attention_v2_fwd.cu, attention_v3_fwd.cu), or the backward.
 #pragma once
 
@@ -55,29 +56,43 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// One tile of 2N keys starting at t0 (N accumulator registers per thread: its 2 rows x N / 2 keys,
-// a quad of 4 threads covering a row): at(e) holds the raw logits Q K^T on entry and the
-// probabilities P on return; st and alpha are per row x (alpha: the factor the caller applies to
-// its O accumulator rows before adding P V). kr: the rows' key ranges; full: no per-element test.
+// Masks one tile of 2N keys starting at t0 (a tile some row sees only in part; tiles every row sees
+// in full skip this): at(e) := -inf for a key outside its row's range kr[x]. The key offsets within
+// the tile are compile-time constants, so a test is two integer compares and one select.
 template <int N, class At>
-__device__ __forceinline__ void softmax_tile(At&& at, OnlineRow<float> (&st)[2], const KeyRange (&kr)[2], std::int64_t t0,
-                                             int tg, bool full, float scale, float (&alpha)[2]) {
+__device__ __forceinline__ void mask_tile(At&& at, const KeyRange (&kr)[2], std::int64_t t0, int tg) {
+  const std::int64_t base = t0 + 2 * tg;
+  int lo[2], hi[2];  // the rows' ranges relative to this thread's first key, clamped to [-1, 2N + 1]
+  for (int x = 0; x < 2; ++x) {
+    const std::int64_t l = kr[x].lo - base, h = kr[x].hi - base;
+    lo[x] = static_cast<int>(l < -1 ? -1 : l > 2 * N + 1 ? 2 * N + 1 : l);
+    hi[x] = static_cast<int>(h < -1 ? -1 : h > 2 * N + 1 ? 2 * N + 1 : h);
+  }
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const int x = (e >> 1) & 1, key = 8 * (e >> 2) + (e & 1);
+    if (key < lo[x] || key >= hi[x]) at(e) = neg_inf<float>();
+  }
+}
+
+// The online softmax of one tile of 2N keys (N accumulator registers per thread: its 2 rows x N / 2
+// keys, a quad of 4 threads covering a row), softmax_rules.h's fast path: at(e) holds the raw
+// logits Q K^T on entry (-inf where masked: mask_tile) and the probabilities P on return; st and
+// alpha are per row x (alpha: the factor the caller applies to its O accumulator rows before adding
+// P V); c = scale * log2(e). Per score: one FMNMX (the row max), one FFMA and one MUFU.EX2 (p), one
+// FADD (l); no branch.
+template <int N, class At>
+__device__ __forceinline__ void softmax_tile(At&& at, FastRow (&st)[2], float c, float (&alpha)[2]) {
   float bmax[2] = {neg_inf<float>(), neg_inf<float>()};
 #pragma unroll
-  for (int e = 0; e < N; ++e) {
-    const int x = (e >> 1) & 1;
-    const std::int64_t key = t0 + 8 * (e >> 2) + 2 * tg + (e & 1);
-    float val = scale * at(e);
-    if (!full && (key < kr[x].lo || key >= kr[x].hi)) val = neg_inf<float>();
-    at(e) = val;
-    bmax[x] = fmaxf(bmax[x], val);
-  }
-  for (int x = 0; x < 2; ++x) alpha[x] = online_rescale(st[x], quad_max(bmax[x]));
+  for (int e = 0; e < N; ++e) bmax[(e >> 1) & 1] = fmaxf(bmax[(e >> 1) & 1], at(e));
+  float mc[2];
+  for (int x = 0; x < 2; ++x) alpha[x] = fast_rescale(st[x], quad_max(bmax[x]), c, mc[x]);
 #pragma unroll
   for (int e = 0; e < N; ++e) {
     const int x = (e >> 1) & 1;
-    const float p = online_weight(st[x], at(e));
-    online_add(st[x], p);
+    const float p = fast_weight(at(e), c, mc[x]);
+    st[x].l += p;
     at(e) = p;
   }
 }
@@ -87,13 +102,13 @@ __device__ __forceinline__ void softmax_tile(At&& at, OnlineRow<float> (&st)[2],
 // sinks: null, or (h) logits: head i's sink folded into each row (attention_impl.cuh fold_sink,
 // reference/core/sinks.h), which is right because the kernel has seen the row's every key.
 template <int D, class T, class Acc>
-__device__ __forceinline__ void store_rows(OnlineRow<float> (&st)[2], const std::int64_t (&row)[2], std::int64_t sq,
+__device__ __forceinline__ void store_rows(FastRow (&st)[2], float scale, const std::int64_t (&row)[2], std::int64_t sq,
                                            std::int64_t h, std::int64_t i, int tg, Acc&& acc, T* o, float* lse,
                                            const float* sinks) {
   for (int x = 0; x < 2; ++x) st[x].l = quad_sum(st[x].l);
   for (int x = 0; x < 2; ++x) {
     if (row[x] >= sq) continue;
-    float inv = online_inv_l(st[x]), L = online_lse(st[x]);
+    float inv = fast_inv_l(st[x]), L = fast_lse(st[x], scale);
     if (sinks) {
       const SinkFold f = fold_sink(L, sinks[i]);
       inv *= f.weight, L = f.lse;

@@ -3,11 +3,12 @@
 // What it is: the readable baseline (llm.c's dev/cuda "version 1" spirit) of attention.h:
 //   forward   a block of kRows query rows of one head; key tiles of kKeys rows (converted to fp32)
 //             staged in shared memory; each thread runs softmax_rules.h's online softmax for its
-//             row; a tile no row of the block can see is skipped (__syncthreads_or)
+//             row; a tile no row of the block can see is skipped (__syncthreads_or); no local
+//             memory (the accumulator in registers, the Q rows and scores in shared memory)
 //   backward  two kernels: dQ (a thread per query row, over key tiles) and dK/dV (a thread per key
 //             row of one KV head, over the query tiles of every query head that reads it), so each
 //             output row has one writer and no atomics are needed; P and dS from softmax_rules.h
-// Head dims up to 128 (the per-thread accumulators live in registers / local memory).
+// Head dims up to 128 (the backward's per-thread accumulators live in local memory).
 // What it is not: fast (tier 1 is attention_v2_*.cu); its purpose is to be obviously right.
 #include "attention_impl.cuh"
 
@@ -35,21 +36,36 @@ __device__ void stage(float* smem, const T* x, std::int64_t r0, int n, std::int6
   }
 }
 
-// q (sq,h,d) k (sk,hk,d) v (sk,hk,dv) -> o (sq,h,dv), lse (h,sq); sinks (h) or null; grid (ceil(sq/kRows), h)
+// the forward's shared memory (floats): K and V tiles (kKeys, d) and (kKeys, dv), the block's Q rows
+// transposed (d, kRows) and the tile's scores transposed (kKeys, kRows): element e of thread r's row at
+// e * kRows + r, so the threads of a warp read consecutive words (no bank conflicts)
+inline size_t fwd_smem_bytes(const AttnDims& d) {
+  return sizeof(float) * static_cast<size_t>(kKeys * (d.d + d.dv) + kRows * d.d + kKeys * kRows);
+}
+
+// q (sq,h,d) k (sk,hk,d) v (sk,hk,dv) -> o (sq,h,dv), lse (h,sq); sinks (h) or null; grid (ceil(sq/kRows), h).
+// No local memory: the accumulator is kMaxD registers, every loop over it fully unrolled (elements
+// e >= dv predicated off), and what a thread would index at run time (its Q row, the tile's
+// scores) lives in shared memory (fwd_smem_bytes).
 template <class T>
-__global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, Dims D,
-                           MaskRule mask, float scale, T* __restrict__ o, float* __restrict__ lse,
-                           const float* __restrict__ sinks) {
+__global__ void __launch_bounds__(kRows) fwd_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                    const T* __restrict__ v, Dims D, MaskRule mask, float scale,
+                                                    T* __restrict__ o, float* __restrict__ lse,
+                                                    const float* __restrict__ sinks) {
   CPLAB_DYNAMIC_SMEM(float, smem);
-  float* ks = smem;              // (kKeys, d)
-  float* vs = smem + kKeys * D.d;  // (kKeys, dv)
+  float* ks = smem;                       // (kKeys, d)
+  float* vs = ks + kKeys * D.d;           // (kKeys, dv)
+  float* qs = vs + kKeys * D.dv;          // (d, kRows): this block's Q rows, transposed
+  float* ss = qs + kRows * D.d;           // (kKeys, kRows): this tile's scaled logits, transposed
+  const int t = static_cast<int>(threadIdx.x);
   const std::int64_t i = blockIdx.y, kh = i / (D.h / D.hk);
-  const std::int64_t a = static_cast<std::int64_t>(blockIdx.x) * kRows + threadIdx.x;
+  const std::int64_t a = static_cast<std::int64_t>(blockIdx.x) * kRows + t;
   const bool valid = a < D.sq;
   const KeyRange kr = valid ? mask.keys(a, D.sk) : KeyRange{0, 0};
-  float qr[kMaxD], acc[kMaxD];
-  for (int e = 0; e < D.d; ++e) qr[e] = valid ? to_float(q[(a * D.h + i) * D.d + e]) : 0.f;
-  for (int e = 0; e < D.dv; ++e) acc[e] = 0.f;
+  for (int e = 0; e < D.d; ++e) qs[e * kRows + t] = valid ? to_float(q[(a * D.h + i) * D.d + e]) : 0.f;
+  float acc[kMaxD];
+#pragma unroll
+  for (int e = 0; e < kMaxD; ++e) acc[e] = 0.f;
   OnlineRow<float> row;
   for (std::int64_t t0 = 0; t0 < D.sk; t0 += kKeys) {
     const int n = static_cast<int>(D.sk - t0 < kKeys ? D.sk - t0 : kKeys);
@@ -59,24 +75,27 @@ __global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, con
     stage(vs, v, t0, n, D.hk, kh, D.dv);
     __syncthreads();
     if (mine) {
-      float s[kKeys], bmax = neg_inf<float>();
+      float bmax = neg_inf<float>();
       for (int j = 0; j < n; ++j) {
         const std::int64_t b = t0 + j;
-        float dot = 0.f;
+        float s = neg_inf<float>();
         if (b >= kr.lo && b < kr.hi) {
-          for (int e = 0; e < D.d; ++e) dot += qr[e] * ks[j * D.d + e];
-          s[j] = scale * dot;
-        } else {
-          s[j] = neg_inf<float>();
+          float dot = 0.f;
+          for (int e = 0; e < D.d; ++e) dot += qs[e * kRows + t] * ks[j * D.d + e];
+          s = scale * dot;
         }
-        bmax = fmaxf(bmax, s[j]);
+        ss[j * kRows + t] = s;
+        bmax = fmaxf(bmax, s);
       }
       const float alpha = online_rescale(row, bmax);
-      for (int e = 0; e < D.dv; ++e) acc[e] *= alpha;
+#pragma unroll
+      for (int e = 0; e < kMaxD; ++e) acc[e] *= alpha;
       for (int j = 0; j < n; ++j) {
-        const float p = online_weight(row, s[j]);
+        const float p = online_weight(row, ss[j * kRows + t]);
         online_add(row, p);
-        for (int e = 0; e < D.dv; ++e) acc[e] += p * vs[j * D.dv + e];
+#pragma unroll
+        for (int e = 0; e < kMaxD; ++e)
+          if (e < D.dv) acc[e] += p * vs[j * D.dv + e];
       }
     }
     __syncthreads();
@@ -87,7 +106,9 @@ __global__ void fwd_kernel(const T* __restrict__ q, const T* __restrict__ k, con
     const SinkFold f = fold_sink(L, sinks[i]);
     inv *= f.weight, L = f.lse;
   }
-  for (int e = 0; e < D.dv; ++e) o[(a * D.h + i) * D.dv + e] = from_float<T>(acc[e] * inv);
+#pragma unroll
+  for (int e = 0; e < kMaxD; ++e)
+    if (e < D.dv) o[(a * D.h + i) * D.dv + e] = from_float<T>(acc[e] * inv);
   lse[i * D.sq + a] = L;
 }
 
@@ -188,7 +209,8 @@ __global__ void dkdv_kernel(const T* __restrict__ q, const T* __restrict__ k, co
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
                 float* lse, const float* sinks, cudaStream_t s) {
-  const size_t smem = sizeof(float) * static_cast<size_t>(kKeys * (d.d + d.dv));
+  const size_t smem = fwd_smem_bytes(d);
+  allow_smem(fwd_kernel<T>, smem);
   fwd_kernel<T><<<dim3(blocks_for(d.sq, kRows), static_cast<unsigned>(d.h)), kRows, smem, s>>>(q, k, v, plain(d), mask,
                                                                                               scale, o, lse, sinks);
   check_launch("attention v1 forward");

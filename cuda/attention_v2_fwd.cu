@@ -4,12 +4,13 @@
 // kept in registers as A fragments; K/V tiles of 64 keys are double-buffered in shared memory with
 // cp.async (the next tile loads while this one is computed); S = Q K^T and O += P V use
 // mma.sync.m16n8k16 (bf16/fp16 in, fp32 accumulate); P never leaves registers (the S accumulator
-// is repacked as the A operand, mma_layout.h). Each thread keeps softmax_rules.h's OnlineRow for
-// its two rows (g and g + 8 of its warp) with a partial l over its own columns; row maxima and l
-// are combined across the 4 lanes of a row with shuffles. Masks: key tiles no row of the block can
-// see are never loaded; tiles every row sees in full skip the per-element test; the others test
-// each element with MaskRule::keys (mask_rule.h). Shared-memory rows are padded by 16 bytes so the
-// ldmatrix rows fall in different banks. Attention sinks (sinks != null): folded into each row as
+// is repacked as the A operand, mma_layout.h). Each thread keeps softmax_rules.h's FastRow (the
+// kernels' exp2 fast path) for its two rows (g and g + 8 of its warp) with a partial l over its own
+// columns; row maxima and l are combined across the 4 lanes of a row with shuffles. Masks: key
+// tiles no row of the block can see are never loaded; tiles every row sees in full skip the
+// per-element test; the others test each element against its row's key range (attention_tile.cuh
+// mask_tile), in a loop of their own before the full tiles' loop, so the steady state carries no
+// mask code. Shared-memory rows are padded by 16 bytes so the ldmatrix rows fall in different banks. Attention sinks (sinks != null): folded into each row as
 // it is stored (attention_tile.cuh store_rows).
 // What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or tuned on a
 // GPU yet (block sizes are FA2's defaults for these head dims).
@@ -17,6 +18,8 @@
 #include "attention_tile.cuh"
 #include "mma.cuh"
 #include "mma_layout.h"
+
+#include <type_traits>
 
 namespace cplab::cuda::detail {
 
@@ -59,35 +62,52 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
   KeyRange kr[2];
   for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
 
-  OnlineRow<float> st[2];
+  FastRow st[2];
+  const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x
   float acc[D / 8][4];
   for (auto& a : acc)
     for (float& x : a) x = 0.f;
   std::uint32_t qf[D / 16][4];
 
-  if (t_begin < t_end) {
+  // Tiles in the order: the boundary tiles (some row sees only part: masked per element, mask_tile),
+  // then the tiles every row sees in full ([f_begin, f_end): no per-element test), each kind in its
+  // own loop so the steady-state loop holds no mask code. Online softmax is order-free (to rounding).
+  const std::int64_t hi_full = bk.hi_min < P.sk ? bk.hi_min : P.sk;
+  std::int64_t f_begin = (bk.lo_max + kBc - 1) / kBc, f_end = hi_full / kBc;
+  if (f_begin < t_begin) f_begin = t_begin;
+  if (f_end > t_end) f_end = t_end;
+  if (f_end < f_begin) f_end = f_begin = t_end;  // no full tile: every tile is a boundary tile
+  const std::int64_t count = t_end - t_begin, n_lead = f_begin - t_begin, n_masked = count - (f_end - f_begin);
+  // the n-th tile of that order: [t_begin, f_begin), [f_end, t_end), then [f_begin, f_end)
+  const auto tile_at = [&](std::int64_t n) {
+    return n < n_lead ? t_begin + n : n < n_masked ? f_end + (n - n_lead) : f_begin + (n - n_masked);
+  };
+
+  if (count > 0) {
     load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(qs, q, q0, P.sq, P.h, i);
-    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(0), k, t_begin * kBc, P.sk, P.hk, kh);
-    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(0), v, t_begin * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(0), k, tile_at(0) * kBc, P.sk, P.hk, kh);
+    load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(0), v, tile_at(0) * kBc, P.sk, P.hk, kh);
     cp_async_commit();
   }
-  for (std::int64_t j = t_begin; j < t_end; ++j) {
-    const int buf = static_cast<int>((j - t_begin) & 1);
-    if (j + 1 < t_end) {
-      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(buf ^ 1), k, (j + 1) * kBc, P.sk, P.hk, kh);
-      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(buf ^ 1), v, (j + 1) * kBc, P.sk, P.hk, kh);
+  // one tile: the n-th of the order, in buffer n % 2 (the next one loads into the other meanwhile)
+  const auto step = [&](std::int64_t n, auto masked) {
+    const int buf = static_cast<int>(n & 1);
+    if (n + 1 < count) {
+      const std::int64_t next = tile_at(n + 1) * kBc;
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(ks(buf ^ 1), k, next, P.sk, P.hk, kh);
+      load_tile_async<kBc, D, Smem<D>::kLd, kThreads>(vs(buf ^ 1), v, next, P.sk, P.hk, kh);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncthreads();
-    if (j == t_begin)
+    if (n == 0)
       for (int kk = 0; kk < D / 16; ++kk) {
         const mma::RC a = mma::ldsm_a(lane);
         ldsm_x4(qf[kk], qs + (warp * 16 + a.row) * kLd + kk * 16 + a.col);
       }
-    // S = Q K^T for this warp's 16 rows x 64 keys
+    // S = Q K^T for this warp's 16 rows x 64 keys (raw logits)
     float s[kBc / 8][4];
     for (auto& a : s)
       for (float& x : a) x = 0.f;
@@ -98,10 +118,11 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
         ldsm_x4(b, ks(buf) + (np * 16 + a.row) * kLd + kk * 16 + a.col);
         mma_pair<T>(s[2 * np], s[2 * np + 1], qf[kk], b);
       }
-    // scale, mask, online softmax
-    const std::int64_t t0 = j * kBc;
+    // mask (boundary tiles only), online softmax (attention_tile.cuh)
+    const auto at = [&](int e) -> float& { return s[e >> 2][e & 3]; };
+    if constexpr (decltype(masked)::value) mask_tile<kBc / 2>(at, kr, tile_at(n) * kBc, tg);
     float alpha[2];
-    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e >> 2][e & 3]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
+    softmax_tile<kBc / 2>(at, st, c, alpha);
     for (auto& a : acc) a[0] *= alpha[0], a[1] *= alpha[0], a[2] *= alpha[1], a[3] *= alpha[1];
     // O += P V: P from the S registers, V via ldmatrix.trans
     for (int kk = 0; kk < kBc / 16; ++kk) {
@@ -114,9 +135,12 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
         mma_pair<T>(acc[2 * dp], acc[2 * dp + 1], pa, b);
       }
     }
-    __syncthreads();  // this buffer is refilled two iterations on
-  }
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse, sinks);
+    __syncthreads();  // this buffer is refilled two tiles on
+  };
+  std::int64_t n = 0;
+  for (; n < n_masked; ++n) step(n, std::true_type{});
+  for (; n < count; ++n) step(n, std::false_type{});
+  store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e >> 2][e & 3]; }, o, lse, sinks);
 }
 
 #ifndef CPLAB_EMULATE

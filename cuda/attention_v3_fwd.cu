@@ -5,8 +5,8 @@
 // swizzled, counted on an mbarrier per stage) into two stages, the next tile always in flight
 // while this one is computed; out-of-range rows arrive as zeros. Each warpgroup computes
 // S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), applies
-// the mask and softmax_rules.h's online softmax to its accumulator registers with v2's own code
-// (attention_tile.cuh: the register convention is the same), and adds O += P V with
+// the mask (boundary tiles only) and softmax_rules.h's exp2 fast path to its accumulator registers
+// with v2's own code (attention_tile.cuh: the register convention is the same), and adds O += P V with
 // wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
 // shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
 // tiles every row sees in full skip the per-element test (so sliding windows and chunks, as per-row
@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_kv(t_begin, 0);
   }
 
-  OnlineRow<float> st[2];
+  FastRow st[2];
+  const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x
   float acc[D / 2];
   for (float& x : acc) x = 0.f;
 
@@ -119,7 +120,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // scale, mask, online softmax (attention_tile.cuh: the register convention is v2's)
     const std::int64_t t0 = j * kBc;
     float alpha[2];
-    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, kr, t0, tg, bk.full(t0, kBc, P.sk), scale, alpha);
+    if (!bk.full(t0, kBc, P.sk)) mask_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, kr, t0, tg);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, c, alpha);
     for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
     std::uint32_t pa[kBc / 16][4];  // wgmma::p_from_s: register r of key slice k is S's 8k + 2r, 8k + 2r + 1
     for (int e = 0; e < kBc / 2; e += 2) pa[e / 8][(e % 8) / 2] = pack2<T>(s[e], s[e + 1]);
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
   }
 
-  store_rows<D>(st, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);
+  store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);
 #else
   __trap();  // not an sm_90a build: the launcher never gets here (v3_check_device)
 #endif

@@ -35,6 +35,10 @@ void fold_correction(DType dtype, std::int64_t n, std::int64_t h, std::int64_t d
                      const float* lse_final, std::int64_t row0, std::int64_t m, const void* o_part,
                      const float* lse_part, cudaStream_t stream);
 
+// y (count) fp32 = value on the device, in stream order (e.g. a CP forward's LSE accumulator = -inf:
+// no host buffer and no pageable host-to-device copy that would block the host)
+void fill_f32(float* y, std::int64_t count, float value, cudaStream_t stream);
+
 // y (count) fp32 += x (count) fp32 (e.g. a ring step's dK/dV into the accumulator that arrived)
 void accumulate_f32(float* y, const float* x, std::int64_t count, cudaStream_t stream);
 

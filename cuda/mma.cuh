@@ -102,11 +102,17 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif  // CPLAB_EMULATE
 
 // rows [r0, r0 + kRows) of head `head` of x (rows, heads, D) -> smem (kRows, kLd) by cp.async, the block's
-// kThreads threads sharing the 16-byte chunks; rows >= n are zero-filled (never read)
+// kThreads threads (the block's, blockDim.x == kThreads) sharing the 16-byte chunks; rows >= n are
+// zero-filled (never read). Fully unrolled, with no branch: the trip count is a compile-time constant
+// and out-of-range rows are cp.async's zero fill (src-size 0), not a test around the copy.
 template <int kRows, int D, int kLd, int kThreads, class T>
-__device__ void load_tile_async(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads, std::int64_t head) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+__device__ __forceinline__ void load_tile_async(T* smem, const T* x, std::int64_t r0, std::int64_t n, std::int64_t heads,
+                                                std::int64_t head) {
+  constexpr int kChunks = D / 8, kTotal = kRows * kChunks;  // 16-byte chunks per row, per tile
+#pragma unroll
+  for (int it = 0; it < (kTotal + kThreads - 1) / kThreads; ++it) {
+    const int c = static_cast<int>(threadIdx.x) + it * kThreads;
+    if (kTotal % kThreads != 0 && c >= kTotal) break;
     const int r = c / kChunks, e = (c % kChunks) * 8;
     const bool ok = r0 + r < n;
     cp_async_16(smem + r * kLd + e, ok ? x + ((r0 + r) * heads + head) * D + e : x, ok);

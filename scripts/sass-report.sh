@@ -67,7 +67,9 @@ done
   echo "iteration's MUFU.EX2 count minus 2 in a forward kernel (one rescale exponential per row, 2 rows per thread), each score"
   echo "needing one exponential. \"Softmax instr. / element\" divides the loop's MUFU, FFMA, other float"
   echo "and branch instructions by it; the last column all but MMA, memory and barriers (integer address"
-  echo "arithmetic included). Instruction counts, not cycles: see scripts/sass_report.py."
+  echo "arithmetic included). A kernel that runs its boundary (masked) tiles and its full tiles in loops"
+  echo "of their own (v2 forward) is reported by the smaller loop of those with the most MMAs: the full"
+  echo "tiles' steady state. Instruction counts, not cycles: see scripts/sass_report.py."
   echo
   python3 scripts/sass_report.py "$work" "${CUOBJDUMP:--}" $check
 } > "$work/report.md" || { cat "$work/report.md"; exit 1; }

@@ -128,3 +128,76 @@ TEST_CASE("softmax rules: -inf safety of the online state") {
   CHECK(bwd_prob(neg_inf<float>(), 1.0f) == 0.0f);
   CHECK(bwd_ds(0.0f, 5.0f, 3.0f) == 0.0f);
 }
+
+// The kernels' fast path (FastRow: raw logits, 2^fma(x, c, -mc), -inf guard once per row) in the
+// same blockwise loop, forward only, float: o (sq, h, dv) and lse (h, sq) against dense attention.
+TEST_CASE("softmax rules: the kernels' exp2 fast path equals dense attention in float for every mask kind") {
+  const index_t sq = 13, sk = 21, h = 4, hk = 2, d = 8, dv = 6, grp = h / hk;
+  const auto q = random_tensor<double>(sq, h, d, 21), k = random_tensor<double>(sk, hk, d, 22);
+  const auto v = random_tensor<double>(sk, hk, dv, 23);
+  const double scale = 0.7;
+  const float c = static_cast<float>(scale) * kLog2e;
+  std::vector<std::int64_t> lo(static_cast<size_t>(sq)), hi(static_cast<size_t>(sq));
+  for (index_t a = 0; a < sq; ++a) lo[static_cast<size_t>(a)] = a / 3, hi[static_cast<size_t>(a)] = a == 4 ? a / 3 : a + 5;  // row 4: empty
+  const std::vector<std::pair<const char*, Mask>> masks = {
+      {"none", Mask::none()}, {"causal(-1)", Mask::causal(-1)}, {"ranges with an empty row", Mask::ranges(lo, hi)}};
+  for (const auto& [name, mask] : masks)
+    for (index_t bc : {1, 4, 64}) {
+      CAPTURE(name);
+      CAPTURE(bc);
+      const AttnOut<double> ref = dense_forward(q, k, v, mask, scale);
+      Tensor3<double> o(sq, h, dv);
+      Rows<double> lse(h, sq);
+      for (index_t i = 0; i < h; ++i)
+        for (index_t a = 0; a < sq; ++a) {
+          const KeyRange kr = mask.rule().keys(a, sk);
+          FastRow row;
+          std::vector<float> acc(static_cast<size_t>(dv), 0.f), x(static_cast<size_t>(bc));
+          for (index_t b0 = 0; b0 < sk; b0 += bc) {
+            const index_t nb = std::min(bc, sk - b0);
+            float block_max = neg_inf<float>();
+            for (index_t j = 0; j < nb; ++j) {
+              float s = 0.f;  // the raw logit q.k (unscaled), -inf where masked
+              for (index_t e = 0; e < d; ++e) s += static_cast<float>(q.at(a, i, e)) * static_cast<float>(k.at(b0 + j, i / grp, e));
+              x[static_cast<size_t>(j)] = (b0 + j >= kr.lo && b0 + j < kr.hi) ? s : neg_inf<float>();
+              block_max = std::max(block_max, x[static_cast<size_t>(j)]);
+            }
+            float mc = 0.f;
+            const float alpha = fast_rescale(row, block_max, c, mc);
+            for (float& y : acc) y *= alpha;
+            for (index_t j = 0; j < nb; ++j) {
+              const float p = fast_weight(x[static_cast<size_t>(j)], c, mc);
+              row.l += p;
+              for (index_t e = 0; e < dv; ++e) acc[static_cast<size_t>(e)] += p * static_cast<float>(v.at(b0 + j, i / grp, e));
+            }
+          }
+          for (index_t e = 0; e < dv; ++e) o.at(a, i, e) = acc[static_cast<size_t>(e)] * fast_inv_l(row);
+          lse(i, a) = fast_lse(row, static_cast<float>(scale));
+        }
+      CHECK(rel_error(o, ref.o) < 1e-5);
+      CHECK(rel_error(lse, ref.lse) < 1e-5);  // -inf must match -inf (the empty row)
+    }
+}
+
+TEST_CASE("softmax rules: -inf safety of the fast path with no per-element branch") {
+  const float c = 0.5f * kLog2e;
+  FastRow r;
+  float mc = 1.f;
+  CHECK(fast_rescale(r, neg_inf<float>(), c, mc) == 0.0f);  // nothing visible: acc (0) times 0, no NaN
+  CHECK(mc == 0.0f);                                          // the guard: 2^(-inf - 0) = 0
+  CHECK(fast_weight(neg_inf<float>(), c, mc) == 0.0f);
+  CHECK(r.l == 0.0f);
+  CHECK(fast_lse(r, 0.5f) == neg_inf<float>());
+  CHECK(fast_inv_l(r) == 0.0f);
+  CHECK(fast_rescale(r, 4.0f, c, mc) == 0.0f);  // first visible block: the (empty) old sums are dropped
+  r.l += fast_weight(4.0f, c, mc);
+  CHECK(r.l == 1.0f);
+  CHECK(fast_lse(r, 0.5f) == doctest::Approx(2.0f));  // m scale + log 1
+  CHECK(fast_weight(neg_inf<float>(), c, mc) == 0.0f);  // a masked logit under a finite max
+  CHECK(fast_rescale(r, 2.0f, c, mc) == 1.0f);          // a smaller block max changes nothing
+  CHECK(fast_rescale(r, 6.0f, c, mc) == doctest::Approx(std::exp(-1.0f)));  // 2^((4 - 6) c) = e^(-1)
+  // the backward's P = exp(scale x - LSE) from LSE log2(e); a row that sees no key gives 0, no NaN
+  CHECK(fast_bwd_prob(3.0f, c, fast_lse_offset(1.0f)) == doctest::Approx(std::exp(0.5f * 3.0f - 1.0f)));
+  CHECK(fast_bwd_prob(3.0f, c, fast_lse_offset(neg_inf<float>())) == 0.0f);
+  CHECK(bwd_prob(0.5f * 3.0f, 1.0f) == doctest::Approx(fast_bwd_prob(3.0f, c, fast_lse_offset(1.0f))));
+}

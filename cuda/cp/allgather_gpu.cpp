@@ -89,7 +89,6 @@ void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ra
     gather_kv(s, ranks);
   }
   const Nvtx step("all-gather forward step 1: tiles");
-  const std::vector<float> ninf(sz(h * n), -INFINITY);
   for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
     GpuAgRank* x = ranks[xi];
     cudaStream_t st = x->stream.get();
@@ -101,7 +100,7 @@ void gpu_allgather_forward(const GpuCpSpec& s, const std::vector<GpuAgRank*>& ra
       float* lse = whole ? x->lse.data() : x->lse_t.data();
       if (t.nk == 0) {  // no query of the tile sees a key: O = 0, LSE = -inf
         CPLAB_CUDA_CHECK(cudaMemsetAsync(x->o.data() + sz(t.q0 * h * dv) * e, 0, sz(t.nq * h * dv) * e, st));
-        CPLAB_CUDA_CHECK(cudaMemcpyAsync(lse, ninf.data(), sz(h * t.nq) * sizeof(float), cudaMemcpyHostToDevice, st));
+        fill_f32(lse, h * t.nq, -INFINITY, st);  // on the device: no pageable host copy
       } else {
         attention_forward(s.kernel, s.dtype, AttnDims{t.nq, t.nk, h, hk, d, dv}, x->q.data() + sz(t.q0 * h * d) * e,
                           x->kv_seq.data() + sz(t.k0 * hk * d) * e, x->kv_seq.data() + sz(S * hk * d + t.k0 * hk * dv) * e,

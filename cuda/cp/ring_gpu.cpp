@@ -119,13 +119,11 @@ void gpu_ring_forward(const GpuCpSpec& s, const std::vector<GpuRingRank*>& ranks
   const CpSpec& c = s.cp;
   const std::int64_t P = c.P(), n = c.n(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();
   const float scale = s.kernel_scale();
-  const std::vector<float> ninf(sz(h * n), -INFINITY);
   for (GpuRingRank* x : ranks) {
     require(static_cast<std::int64_t>(x->members.size()) == P,
             "a rank's ring has " + std::to_string(x->members.size()) + " members, the spec P = " + num(P));
     CPLAB_CUDA_CHECK(cudaMemsetAsync(x->o_acc.data(), 0, x->o_acc.size() * sizeof(float), x->compute.get()));
-    CPLAB_CUDA_CHECK(cudaMemcpyAsync(x->lse.data(), ninf.data(), ninf.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                     x->compute.get()));
+    fill_f32(x->lse.data(), h * n, -INFINITY, x->compute.get());  // on the device: no pageable host copy
     x->computed.record(x->compute.get());
     x->held = x->kv_in ? x->kv_in : x->kv_cur.data();
   }

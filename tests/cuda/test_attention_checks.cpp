@@ -44,6 +44,10 @@ TEST_CASE("attention checks: kernels, dtypes, head dims, heads and masks are che
                   Error);
   CHECK_THROWS_WITH_AS(check_supported(Kernel::v1, DType::f32, AttnDims{64, 64, 70000, 70000, 64, 64}),
                        "query heads h = 70000: the kernels launch a grid row per head, and a grid's y dimension is at most 65535", Error);
+  // the scale: the kernels' softmax takes each row's max over raw logits (softmax_rules.h fast path)
+  CHECK_THROWS_WITH_AS(attention_forward(Kernel::v2, DType::bf16, AttnDims{64, 64, 1, 1, 64, 64}, nullptr, nullptr, nullptr,
+                                         MaskRule{}, -0.125f, nullptr, nullptr, nullptr),
+                       "the attention scale must be a finite number > 0 (got -0.125)", Error);
   // v2 / v3 pointers must suit their 16-byte copies: refused before any CUDA call (never dereferenced)
   const auto at = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
   CHECK_THROWS_WITH_AS(attention_forward(Kernel::v2, DType::bf16, AttnDims{64, 64, 1, 1, 64, 64}, at(4096), at(4096 + 8), at(4096),
@@ -56,6 +60,7 @@ TEST_CASE("attention checks: kernels, dtypes, head dims, heads and masks are che
                                           at(4096 + 2), nullptr, nullptr, MaskRule{}, 1.0f, nullptr, nullptr, nullptr, nullptr),
                        "kernel v2 reads dout with 16-byte copies: its address must be 16-byte aligned", Error);
   CHECK_THROWS_WITH_AS(DeviceMask(Mask::ranges({0, 0}, {1, 2}), 3), "a ranges mask needs one [lo, hi) per query row (3 rows)", Error);
+  CHECK_THROWS_WITH_AS(fill_f32(nullptr, -1, 0.f, nullptr), "fill_f32 needs count >= 0", Error);
   CHECK_THROWS_WITH_AS(merge_lse(10, 2, nullptr, 8, 4, nullptr, nullptr),
                        "a partial's rows [8, 12) must lie in the accumulator's [0, 10)", Error);
 }

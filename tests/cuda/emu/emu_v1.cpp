@@ -11,7 +11,7 @@ using namespace cplab::cuda::detail;
 template <class T>
 void v1_forward(const AttnDims& d, const T* q, const T* k, const T* v, const MaskRule& mask, float scale, T* o,
                 float* lse, const float* sinks) {
-  const size_t smem = sizeof(float) * static_cast<size_t>(kKeys * (d.d + d.dv));
+  const size_t smem = fwd_smem_bytes(d);  // the launcher's own
   launch(dim3(blocks_for(d.sq, kRows), static_cast<unsigned>(d.h)), kRows, smem,
          [&] { fwd_kernel<T>(q, k, v, plain(d), mask, scale, o, lse, sinks); });
 }
