@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "dcp/dcp_block_search.h"
 #include "dcp/dcp_exact_tree.h"
 #include "dcp/dcp_list.h"
 #include "dcp/dcp_megatron.h"
@@ -145,6 +146,25 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
     if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
+  }
+  // big samples placed exactly, small ones after (dcp_block_search.h): bisection on the target
+  // between the bound and the best makespan, a bounded search at each
+  for (double lo = lb, hi = best.length; !at_bound() && hi > lo * (1 + kBlockGap);) {
+    const double T = 0.5 * (lo + hi);
+    BlockResult r;
+    for (const BlockSplit& split : kBlockSplits)
+      if (!r.found) r = block_search(p.opt, N, T, kBlockNodes, true, split);
+    if (!r.found) {
+      lo = T;
+      continue;
+    }
+    std::vector<Placed> placed;
+    for (size_t i = 0; i < lengths.size(); ++i)
+      placed.push_back(Placed{static_cast<int>(i), r.block[i].first, r.block[i].second, 0, 0});
+    placed = top_down(p, std::move(placed));
+    const double len = makespan_of(placed);
+    if (len < best.length - 1e-12) best.placed = std::move(placed), best.length = len;
+    hi = std::min(T, best.length);
   }
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1

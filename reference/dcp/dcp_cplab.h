@@ -13,7 +13,11 @@
 //      that shortens the schedule; hill climbing, then ruin and recreate in the block view
 //      (dcp_tree.h, timed top-down), each 300 steps up to 64 samples and 300 (64 / n)^2 beyond
 //      (at least 8): a step costs about n placements;
-//   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
+//   5. the big-first block search (dcp_block_search.h): bisection on a target between the bound
+//      and the best makespan (to a relative kBlockGap); at each target, for each split of
+//      kBlockSplits until one succeeds, the long samples placed on aligned blocks exactly (at most
+//      kBlockNodes search nodes) and the short ones after them by least work;
+//   6. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
 //      than v1 on the same batch and cost model), and for batches of at most kExactSamples
 //      samples on at most kExactRanks ranks the exact search in the block view (dcp_exact_tree.h)
 //      below the best makespan found, at most kExactNodes nodes (the optimum when it completes).
@@ -24,6 +28,7 @@
 // What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
 #pragma once
 
+#include "dcp/dcp_block_search.h"
 #include "dcp/dcp_bounds.h"
 #include "dcp/dcp_schedule.h"
 
@@ -32,6 +37,11 @@ namespace cplab {
 inline constexpr size_t kExactSamples = 16;
 inline constexpr std::int64_t kExactRanks = 16;
 inline constexpr std::int64_t kExactNodes = 1000000;
+// step 5's big-first block search: nodes per target, and the relative gap where the bisection stops
+inline constexpr std::int64_t kBlockNodes = 50;
+inline constexpr double kBlockGap = 0.001;
+// which samples the block search places first: each split in turn until one finds a schedule
+inline const BlockSplit kBlockSplits[] = {{0.25, 24}, {0.25, 12}, {0.4, 24}};
 
 // bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
 DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
