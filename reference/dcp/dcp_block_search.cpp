@@ -1,9 +1,10 @@
-// dcp_block_search.cpp: the big-first block search, its fill and its relaxation (see dcp_block_search.h).
+// dcp_block_search.cpp: the big-first block search and its fill (see dcp_block_search.h).
 #include "dcp/dcp_block_search.h"
 
 #include <algorithm>
 #include <limits>
-#include <set>
+#include <bit>
+#include <unordered_set>
 
 namespace cplab {
 
@@ -13,70 +14,94 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 using Options = std::vector<SizeOption>;
 using Block = std::pair<std::int64_t, std::int64_t>;  // (start, size)
 
-// rank loads in canonical order: at every aligned block, the lexicographically smaller half first
-void canonical(const std::vector<double>& load, size_t s, size_t c, std::vector<double>& out) {
-  if (c == 1) {
-    out.push_back(load[s]);
-    return;
-  }
-  std::vector<double> a, b;
-  canonical(load, s, c / 2, a);
-  canonical(load, s + c / 2, c / 2, b);
-  if (b < a) std::swap(a, b);
-  out.insert(out.end(), a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
+// a hash of rank loads that is the same under the buddy tree's symmetries (swapping the two halves
+// of any block): per node, the two children's hashes in sorted order. Equal loads give equal hashes;
+// a collision only prunes a branch of a heuristic search
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  return x ^ (x >> 29);
 }
 
 struct Search {
   size_t N;
   double T, cap;                     // cap = T with the tolerance: a load may reach it
-  bool fill;
   std::vector<Options> big, small;   // [big / small sample] sizes with t <= T, faster as c grows
-  std::vector<double> big_work;      // [big sample] least work
+  std::vector<double> big_work;      // [big sample] least work of it and the later ones
   double small_work = 0;             // the small samples' least work
-  std::vector<double> load, top;     // [N] path loads; [2N] the largest load in each block (node 1 = all)
+  std::vector<double> small_rest;    // [small sample] least work of it and the later ones
+  std::vector<double> load;          // [N] path loads of the big samples placed
+  std::vector<double> top;           // [2N] buddy tree: the largest load in each block (node 1 = all)
+  std::vector<double> lowest;        // [log2 N + 1] per size c (index log2 c): the least top of its blocks
+  std::vector<std::uint64_t> hash;   // [2N] canonical hashes
   std::vector<Block> at_big, at_small;
   std::int64_t nodes = 0, limit = 0;
   bool aborted = false;
-  std::set<std::pair<size_t, std::vector<double>>> seen;
+  std::unordered_set<std::uint64_t> seen;
+
+  static size_t log2(std::int64_t c) { return static_cast<size_t>(std::countr_zero(static_cast<std::uint64_t>(c))); }
+
+  // tops, per-size least tops and hashes from the loads
+  void refresh() {
+    for (size_t r = 0; r < N; ++r) {
+      top[N + r] = load[r];
+      hash[N + r] = std::hash<double>{}(load[r]);
+    }
+    for (size_t q = N; q-- > 1;) {
+      top[q] = std::max(top[2 * q], top[2 * q + 1]);
+      const std::uint64_t a = hash[2 * q], b = hash[2 * q + 1];
+      hash[q] = mix(std::min(a, b), std::max(a, b));
+    }
+    for (size_t first = 1, lv = log2(static_cast<std::int64_t>(N)); first <= N; first *= 2, --lv) {
+      double m = top[first];
+      for (size_t q = first + 1; q < 2 * first; ++q) m = std::min(m, top[q]);
+      lowest[lv] = m;
+      if (lv == 0) break;
+    }
+  }
 
   // least work of big samples k.., each among its sizes that still have a block where it fits
-  double rest_work(size_t k) {
-    for (size_t r = 0; r < N; ++r) top[N + r] = load[r];
-    for (size_t q = N; q-- > 1;) top[q] = std::max(top[2 * q], top[2 * q + 1]);
+  // (loads only grow deeper in the search); inf if one fits nowhere
+  double rest_work(size_t k) const {
     double sum = 0;
     for (size_t j = k; j < big.size(); ++j) {
       double w = kInf;
-      for (const SizeOption& o : big[j]) {
-        const auto first = static_cast<std::ptrdiff_t>(N / static_cast<size_t>(o.c));  // blocks of size c: nodes [first, 2 first)
-        if (*std::min_element(top.begin() + first, top.begin() + 2 * first) + o.t <= cap)
-          w = std::min(w, static_cast<double>(o.c) * o.t);
-      }
+      for (const SizeOption& o : big[j])
+        if (lowest[log2(o.c)] + o.t <= cap) w = std::min(w, static_cast<double>(o.c) * o.t);
       if (w == kInf) return kInf;
       sum += w;
     }
     return sum;
   }
 
-  // the small samples, longest first: least work, fullest block on ties; false if one fits nowhere
-  bool fill_small() {
-    std::vector<double> l = load;
+  // the small samples, longest first: least work, fullest block on ties; false if one fits nowhere.
+  // Works on a copy of the tree of tops (a block's top is read in O(1), an addition costs O(c + log N))
+  bool fill_small(double used) {
+    std::vector<double> tp = top;
     for (size_t i = 0; i < small.size(); ++i) {
-      double bw = kInf, bl = -1;
-      Block bb{0, 0};
-      double bt = 0;
+      if (small_rest[i] > (static_cast<double>(N) * T - used) * (1 + 1e-12)) return false;  // no room left for the rest
+      double bw = kInf, bl = -1, bt = 0;
+      size_t bq = 0;
       for (const SizeOption& o : small[i]) {
-        const auto c = static_cast<size_t>(o.c);
-        for (size_t s = 0; s < N; s += c) {
-          const double mx = *std::max_element(l.begin() + static_cast<std::ptrdiff_t>(s), l.begin() + static_cast<std::ptrdiff_t>(s + c));
-          const double w = static_cast<double>(o.c) * o.t;
+        const size_t first = N / static_cast<size_t>(o.c);
+        const double w = static_cast<double>(o.c) * o.t;
+        if (w > bw + 1e-12) continue;
+        for (size_t q = first; q < 2 * first; ++q) {
+          const double mx = tp[q];
           if (mx + o.t > cap) continue;
-          if (w < bw - 1e-12 || (w <= bw + 1e-12 && mx > bl)) bw = w, bl = mx, bb = {static_cast<std::int64_t>(s), o.c}, bt = o.t;
+          if (w < bw - 1e-12 || mx > bl) bw = w, bl = mx, bq = q, bt = o.t;
         }
       }
       if (bw == kInf) return false;
-      for (std::int64_t q = bb.first; q < bb.first + bb.second; ++q) l[static_cast<size_t>(q)] += bt;
-      at_small[i] = bb;
+      used += bw;
+      // the block's ranks all gain bt: every node below it too; then its ancestors
+      for (size_t lo = bq, hi = bq + 1; lo < 2 * N; lo *= 2, hi *= 2)
+        for (size_t q = lo; q < hi; ++q) tp[q] += bt;
+      for (size_t q = bq / 2; q >= 1; q /= 2) tp[q] = std::max(tp[2 * q], tp[2 * q + 1]);
+      const size_t first = std::bit_floor(bq);  // the block's size and start from its node
+      const auto c = static_cast<std::int64_t>(N / first);
+      at_small[i] = {static_cast<std::int64_t>(bq - first) * c, c};
     }
     return true;
   }
@@ -89,12 +114,10 @@ struct Search {
     }
     const double room = static_cast<double>(N) * T - used;
     if (small_work + big_work[k] > room * (1 + 1e-12)) return false;
+    refresh();
     if (small_work + rest_work(k) > room * (1 + 1e-12)) return false;
-    if (k == big.size()) return !fill || fill_small();
-    std::vector<double> key;
-    key.reserve(N);
-    canonical(load, 0, N, key);
-    if (!seen.insert({k, std::move(key)}).second) return false;  // the same loads died before
+    if (k == big.size()) return fill_small(used);
+    if (!seen.insert(mix(hash[1], k)).second) return false;  // the same loads (up to symmetry) died before
     for (const SizeOption& o : big[k]) {
       const auto c = static_cast<size_t>(o.c);
       for (size_t s = 0; s < N; s += c) {
@@ -114,22 +137,23 @@ struct Search {
 }  // namespace
 
 BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, double T, std::int64_t node_limit,
-                         bool fill, BlockSplit split) {
+                         BlockSplit split) {
   BlockResult r;
   Search s;
   s.N = static_cast<size_t>(N);
   s.T = T;
   s.cap = T * (1 + 1e-12);
-  s.fill = fill;
   s.limit = node_limit;
   s.load.assign(s.N, 0.0);
   s.top.assign(2 * s.N, 0.0);
+  s.hash.assign(2 * s.N, 0);
+  s.lowest.assign(static_cast<size_t>(std::countr_zero(static_cast<std::uint64_t>(N))) + 1, 0.0);
   std::vector<std::pair<double, size_t>> big, small;  // (-least work, sample), (-its time, sample)
   for (size_t i = 0; i < jobs.size(); ++i) {
     double w = kInf, tw = 0;
     for (const SizeOption& p : jobs[i])
       if (p.t <= T && static_cast<double>(p.c) * p.t < w) w = static_cast<double>(p.c) * p.t, tw = p.t;
-    if (w == kInf) return r;  // no size meets T: nothing survives, a proof
+    if (w == kInf) return r;  // no size meets T
     if (tw > split.big * T) big.push_back({-w, i});
     else small.push_back({-tw, i});
   }
@@ -152,7 +176,8 @@ BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, doubl
   };
   double least = 0;
   for (const auto& [key, i] : big) s.big.push_back(usable(i, least)), s.big_work.push_back(least);
-  for (const auto& [key, i] : small) s.small.push_back(usable(i, least)), s.small_work += least;
+  for (const auto& [key, i] : small) s.small.push_back(usable(i, least)), s.small_rest.push_back(least), s.small_work += least;
+  for (size_t k = s.small_rest.size(); k-- > 1;) s.small_rest[k - 1] += s.small_rest[k];  // suffix sums
   s.big_work.push_back(0);
   for (size_t k = big.size(); k-- > 0;) s.big_work[k] += s.big_work[k + 1];  // suffix sums
   s.at_big.assign(big.size(), {0, 0});
@@ -160,18 +185,12 @@ BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, doubl
   r.found = s.survives(0, 0.0);
   r.aborted = s.aborted;
   r.nodes = s.nodes;
-  if (r.found && fill) {
+  if (r.found) {
     r.block.assign(jobs.size(), {0, 0});
     for (size_t k = 0; k < big.size(); ++k) r.block[big[k].second] = s.at_big[k];
     for (size_t k = 0; k < small.size(); ++k) r.block[small[k].second] = s.at_small[k];
   }
   return r;
-}
-
-bool blocks_too_short(const std::vector<Options>& jobs, std::int64_t N, double T, std::int64_t node_limit,
-                      BlockSplit split) {
-  const BlockResult r = block_search(jobs, N, T, node_limit, false, split);
-  return !r.found && !r.aborted;
 }
 
 }  // namespace cplab

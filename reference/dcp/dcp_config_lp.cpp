@@ -13,8 +13,8 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int kGrid = 1024;    // big sizes' times rounded down to T / kGrid
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
-constexpr int kPatterns = 1000;  // patterns added at most, over all T
-constexpr int kPerStep = 150;   // patterns added at most for one T
+constexpr int kPatterns = 3000;  // patterns added at most, over all T
+constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
 constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
 
 using Jobs = std::vector<std::vector<SizeOption>>;

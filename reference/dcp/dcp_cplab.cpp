@@ -147,15 +147,15 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
     if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
   }
-  // big samples placed exactly, small ones after (dcp_block_search.h): bisection on the target
-  // between the bound and the best makespan, a bounded search at each
-  for (double lo = lb, hi = best.length; !at_bound() && hi > lo * (1 + kBlockGap);) {
-    const double T = 0.5 * (lo + hi);
+  // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
+  // best makespan; d halves after a target no split reaches, down to kBlockGap
+  for (double d = kBlockStep; !at_bound() && d >= kBlockGap;) {
+    const double T = std::max(lb, best.length / (1 + d));
     BlockResult r;
     for (const BlockSplit& split : kBlockSplits)
-      if (!r.found) r = block_search(p.opt, N, T, kBlockNodes, true, split);
+      if (!r.found) r = block_search(p.opt, N, T, kBlockNodes, split);
     if (!r.found) {
-      lo = T;
+      d /= 2;
       continue;
     }
     std::vector<Placed> placed;
@@ -163,8 +163,8 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
       placed.push_back(Placed{static_cast<int>(i), r.block[i].first, r.block[i].second, 0, 0});
     placed = top_down(p, std::move(placed));
     const double len = makespan_of(placed);
-    if (len < best.length - 1e-12) best.placed = std::move(placed), best.length = len;
-    hi = std::min(T, best.length);
+    if (len >= best.length - 1e-12) break;  // cannot happen (len <= T < best); no loop without progress
+    best.placed = std::move(placed), best.length = len;
   }
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1
