@@ -149,11 +149,12 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   }
   // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
   // best makespan; d halves after a target no split reaches, down to kBlockGap
+  const std::int64_t nodes = lengths.size() <= kBlockFewSamples ? kBlockNodesFew : kBlockNodes;
   for (double d = kBlockStep; !at_bound() && d >= kBlockGap;) {
     const double T = std::max(lb, best.length / (1 + d));
     BlockResult r;
     for (const BlockSplit& split : kBlockSplits)
-      if (!r.found) r = block_search(p.opt, N, T, kBlockNodes, split);
+      if (!r.found) r = block_search(p.opt, N, T, nodes, split);
     if (!r.found) {
       d /= 2;
       continue;

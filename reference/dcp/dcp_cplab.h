@@ -16,7 +16,8 @@
 //   5. the big-first block search (dcp_block_search.h): targets a relative step below the best
 //      makespan (from kBlockStep, halved after a target not reached, down to kBlockGap); at each,
 //      for each split of kBlockSplits until one succeeds, the long samples placed on aligned
-//      blocks exactly (at most kBlockNodes search nodes) and the short ones after them;
+//      blocks exactly (at most kBlockNodes search nodes, kBlockNodesFew on batches of at most
+//      kBlockFewSamples) and the short ones after them;
 //   6. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
 //      than v1 on the same batch and cost model), and for batches of at most kExactSamples
 //      samples on at most kExactRanks ranks the exact search in the block view (dcp_exact_tree.h)
@@ -40,6 +41,9 @@ inline constexpr std::int64_t kExactNodes = 1000000;
 // step 5's big-first block search: nodes per target and split; targets a relative step below the
 // best makespan, from kBlockStep, halved after each target not reached, down to kBlockGap
 inline constexpr std::int64_t kBlockNodes = 50;
+// batches of at most kBlockFewSamples samples get kBlockNodesFew nodes (a node costs about n)
+inline constexpr size_t kBlockFewSamples = 96;
+inline constexpr std::int64_t kBlockNodesFew = 400;
 inline constexpr double kBlockStep = 0.004, kBlockGap = 0.0005;
 // which samples the block search places first: each split in turn until one finds a schedule
 inline const BlockSplit kBlockSplits[] = {{0.25, 24}, {0.25, 12}, {0.4, 24}, {0.15, 32}, {0.5, 16}, {0.3, 8}, {0.2, 16}};
