@@ -9,7 +9,8 @@
 // <= N V. Hence sum_i pi_i > N V proves T too short, whatever pi is (it is the LP dual of covering
 // every sample with N patterns; Gilmore-Gomory for bin packing). V is over-estimated, which keeps
 // the test valid: sizes with t >= T/16 ("big") go through an exact dynamic programme on t rounded
-// DOWN to T/1024 (so every real pattern is still admitted), the others are added fractionally by
+// DOWN to T/1024, T/512 on batches of more than 96 samples (so every real pattern is still
+// admitted), the others are added fractionally by
 // value per time (the LP relaxation of a knapsack is at least its optimum), and a sample may be
 // counted once among the big sizes and again among the small ones (more patterns, larger V).
 // On batches of more than 96 samples, samples whose every size has t < T0/16 share one weight

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "dcp/dcp_block_search.h"
 #include "dcp/dcp_exact_tree.h"
 #include "dcp/dcp_list.h"
 #include "dcp/dcp_megatron.h"
@@ -145,6 +146,26 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
     if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
+  }
+  // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
+  // best makespan; d halves after a target no split reaches, down to kBlockGap
+  const std::int64_t nodes = lengths.size() <= kBlockFewSamples ? kBlockNodesFew : kBlockNodes;
+  for (double d = kBlockStep; !at_bound() && d >= kBlockGap;) {
+    const double T = std::max(lb, best.length / (1 + d));
+    BlockResult r;
+    for (const BlockSplit& split : kBlockSplits)
+      if (!r.found) r = block_search(p.opt, N, T, nodes, split);
+    if (!r.found) {
+      d /= 2;
+      continue;
+    }
+    std::vector<Placed> placed;
+    for (size_t i = 0; i < lengths.size(); ++i)
+      placed.push_back(Placed{static_cast<int>(i), r.block[i].first, r.block[i].second, 0, 0});
+    placed = top_down(p, std::move(placed));
+    const double len = makespan_of(placed);
+    if (len >= best.length - 1e-12) break;  // cannot happen (len <= T < best); no loop without progress
+    best.placed = std::move(placed), best.length = len;
   }
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1

@@ -13,7 +13,12 @@
 //      that shortens the schedule; hill climbing, then ruin and recreate in the block view
 //      (dcp_tree.h, timed top-down), each 300 steps up to 64 samples and 300 (64 / n)^2 beyond
 //      (at least 8): a step costs about n placements;
-//   5. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
+//   5. the big-first block search (dcp_block_search.h): targets a relative step below the best
+//      makespan (from kBlockStep, halved after a target not reached, down to kBlockGap); at each,
+//      for each split of kBlockSplits until one succeeds, the long samples placed on aligned
+//      blocks exactly (at most kBlockNodes search nodes, kBlockNodesFew on batches of at most
+//      kBlockFewSamples) and the short ones after them;
+//   6. Megatron v1's own schedule when it is aligned and shorter (so the result is never worse
 //      than v1 on the same batch and cost model), and for batches of at most kExactSamples
 //      samples on at most kExactRanks ranks the exact search in the block view (dcp_exact_tree.h)
 //      below the best makespan found, at most kExactNodes nodes (the optimum when it completes).
@@ -24,6 +29,7 @@
 // What it is not: optimal in general (the makespan / lower bound ratio is reported per batch).
 #pragma once
 
+#include "dcp/dcp_block_search.h"
 #include "dcp/dcp_bounds.h"
 #include "dcp/dcp_schedule.h"
 
@@ -32,6 +38,15 @@ namespace cplab {
 inline constexpr size_t kExactSamples = 16;
 inline constexpr std::int64_t kExactRanks = 16;
 inline constexpr std::int64_t kExactNodes = 1000000;
+// step 5's big-first block search: nodes per target and split; targets a relative step below the
+// best makespan, from kBlockStep, halved after each target not reached, down to kBlockGap
+inline constexpr std::int64_t kBlockNodes = 50;
+// batches of at most kBlockFewSamples samples get kBlockNodesFew nodes (a node costs about n)
+inline constexpr size_t kBlockFewSamples = 96;
+inline constexpr std::int64_t kBlockNodesFew = 400;
+inline constexpr double kBlockStep = 0.004, kBlockGap = 0.0005;
+// which samples the block search places first: each split in turn until one finds a schedule
+inline const BlockSplit kBlockSplits[] = {{0.25, 24}, {0.25, 12}, {0.4, 24}, {0.15, 32}, {0.5, 16}, {0.3, 8}, {0.2, 16}};
 
 // bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
 DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_t N, std::int64_t M,
