@@ -1,16 +1,23 @@
-// attention_kernel.cpp: Eigen implementation of attention_kernel.h (see there for the math).
+// attention_kernel.cpp: the blocked implementation of attention_kernel.h (see there for the math).
 //
 // Per head and per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block
-// can see (every row's visible keys are one run, mask.h), S = scale * Q_blk K[lo:hi]^T as one Eigen
-// product, masked entries set to -inf, then the softmax / gradient algebra on whole matrices.
+// can see (every row's visible keys are one run, mask.h); S = scale * Q_blk K[lo:hi]^T and every
+// other product go through gemm.h (OpenBLAS when built with it, else Eigen) straight on the
+// token-major tensors (a head is a pointer and a row stride, no copy); the softmax and gradient
+// algebra runs row by row over each row's visible run only (Eigen arrays, vectorised), entries
+// outside it set to exactly 0. Scratch: one or two (kRowBlock, widest window) buffers per head.
 #include "core/attention_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "core/gemm.h"
+#include "core/util.h"
 
 namespace cplab {
 
@@ -49,26 +56,64 @@ KeyRange block_keys(const Mask& m, index_t a0, index_t n, index_t sk) {
   return b;
 }
 
-// set the entries of S (rows a0.., columns kb.lo..) outside each row's visible run to `value`
+// one head of a token-major tensor as a row-major matrix: its first element and its row stride
 template <class T>
-void fill_masked(Mat<T>& S, const Mask& m, index_t a0, KeyRange kb, index_t sk, T value) {
-  if (m.kind == Mask::Kind::none) return;
-  for (index_t a = 0; a < S.rows(); ++a) {
-    KeyRange r = m.keys(a0 + a, sk);
-    if (r.lo >= r.hi) r = {kb.lo, kb.lo};  // nothing visible
-    if (r.lo > kb.lo) S.row(a).head(r.lo - kb.lo).setConstant(value);
-    if (r.hi < kb.hi) S.row(a).tail(kb.hi - r.hi).setConstant(value);
-  }
+struct HeadPtr {
+  T* p;
+  index_t ld;
+  T* row(index_t a) const { return p + a * ld; }
+};
+template <class T>
+HeadPtr<const T> head_ptr(CView3<T> x, index_t i) {
+  return {x.data + i * x.d, x.h * x.d};
+}
+template <class T>
+HeadPtr<T> head_ptr(View3<T> x, index_t i) {
+  return {x.data + i * x.d, x.h * x.d};
 }
 
-// S (n, kb.hi - kb.lo) = scale * Qblk K[kb]^T with entries outside each row's visible run set to -inf
 template <class T>
-Mat<T> masked_scores(const CHeadMap<T>& Qh, const CHeadMap<T>& Kh, const Mask& m, T scale,
-                     index_t a0, index_t n, KeyRange kb, index_t sk) {
+using RowArray = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+
+// the visible columns [c0, c1) of row a0 + a inside the block's key window kb (c0 = c1: none)
+struct Cols {
+  index_t c0, c1;
+};
+inline Cols visible_cols(const Mask& m, index_t row, KeyRange kb, index_t sk) {
+  const KeyRange r = m.keys(row, sk);
+  if (r.lo >= r.hi) return {0, 0};
+  return {r.lo - kb.lo, r.hi - kb.lo};
+}
+
+// row (w entries): columns outside [c.c0, c.c1) set to exactly 0
+template <class T>
+void zero_outside(T* row, Cols c, index_t w) {
+  std::fill(row, row + c.c0, T(0));
+  std::fill(row + c.c1, row + w, T(0));
+}
+
+// S (n, w), row stride w: scale * Q[a0, a0+n) K[kb]^T, the block's scores over its key window
+template <class T>
+void block_scores(HeadPtr<const T> Q, HeadPtr<const T> K, index_t d, T scale, index_t a0, index_t n, KeyRange kb,
+                  T* S) {
   const index_t w = kb.hi - kb.lo;
-  Mat<T> S = scale * (Qh.middleRows(a0, n) * Kh.middleRows(kb.lo, w).transpose());
-  fill_masked<T>(S, m, a0, kb, sk, kNegInf<T>);
-  return S;
+  gemm<T>(Trans::no, Trans::yes, n, w, d, scale, Q.row(a0), Q.ld, K.row(kb.lo), K.ld, T(0), S, w);
+}
+
+// the widest key window of any row block (the scratch's width)
+inline index_t widest_block(const Mask& m, index_t sq, index_t sk) {
+  index_t w = 0;
+  for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+    const KeyRange kb = block_keys(m, a0, std::min(kRowBlock, sq - a0), sk);
+    w = std::max(w, kb.hi - kb.lo);
+  }
+  return w;
+}
+
+// the block's scratch: n x w scores per matrix, allocated once per head (never per block)
+template <class T>
+std::vector<T> block_buffer(index_t sq, index_t width) {
+  return std::vector<T>(sz(std::min(kRowBlock, sq) * width));
 }
 
 }  // namespace
@@ -93,43 +138,49 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   check_attention_shapes(q.n, q.h, q.d, k.n, k.h, k.d, v.n, v.h, v.d);
   require(o.n == q.n && o.h == q.h && o.d == v.d, "O must be (sq, h, dv)");
   require(lse.h == q.h && lse.n == q.n, "LSE must be (h, sq)");
-  const index_t sq = q.n, sk = k.n, group = q.h / k.h;
+  const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
 
   parallel_for(q.h, [&](index_t i) {
-    const CHeadMap<T> Qh = head(q, i), Kh = head(k, i / group), Vh = head(v, i / group);
-    HeadMap<T> Oh = head(o, i);
+    const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
+    const HeadPtr<T> O = head_ptr(o, i);
+    std::vector<T> buf = block_buffer<T>(sq, width);
     for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
       const index_t n = std::min(kRowBlock, sq - a0);
       const KeyRange kb = block_keys(mask, a0, n, sk);
       if (kb.hi <= kb.lo) {  // the whole block is masked
-        Oh.middleRows(a0, n).setZero();
-        for (index_t a = 0; a < n; ++a) lse(i, a0 + a) = kNegInf<T>;
+        for (index_t a = 0; a < n; ++a) {
+          std::fill(O.row(a0 + a), O.row(a0 + a) + v.d, T(0));
+          lse(i, a0 + a) = kNegInf<T>;
+        }
         continue;
       }
-      Mat<T> S = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
-      Eigen::Matrix<T, Eigen::Dynamic, 1> m = S.rowwise().maxCoeff();
+      const index_t w = kb.hi - kb.lo;
+      T* S = buf.data();
+      block_scores<T>(Q, K, q.d, scale, a0, n, kb, S);
+      // per row, over its visible run only: m = max, P = exp(S - m) (exactly 0 outside), l = sum P
+      T m[kRowBlock], l[kRowBlock];
       for (index_t a = 0; a < n; ++a) {
-        if (m(a) == kNegInf<T>) {  // fully masked row: P = 0 (not exp(-inf - -inf) = NaN)
-          S.row(a).setZero();
-        } else {
-          if (sinks) m(a) = std::max(m(a), sinks[i]);  // the sink's logit is one more in the row
-          S.row(a) = (S.row(a).array() - m(a)).exp().matrix();
-        }
+        T* row = S + a * w;
+        const Cols c = visible_cols(mask, a0 + a, kb, sk);
+        zero_outside(row, c, w);
+        m[a] = kNegInf<T>, l[a] = T(0);
+        if (c.c1 <= c.c0) continue;  // fully masked row: P = 0, O = 0, LSE = -inf
+        RowArray<T> s(row + c.c0, c.c1 - c.c0);
+        m[a] = s.maxCoeff();
+        if (sinks) m[a] = std::max(m[a], sinks[i]);  // the sink's logit is one more in the row
+        s = (s - m[a]).exp();
+        l[a] = s.sum();
+        // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
+        if (sinks) l[a] += std::exp(sinks[i] - m[a]);
       }
-      // Eigen's vectorised exp clamps its argument, so exp(-inf) comes out as ~1e-308, not 0:
-      // masked entries are set to exactly 0 (padding and masked keys contribute nothing at all)
-      fill_masked<T>(S, mask, a0, kb, sk, T(0));
-      Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
-      if (sinks)  // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
-        for (index_t a = 0; a < n; ++a)
-          if (m(a) != kNegInf<T>) l(a) += std::exp(sinks[i] - m(a));
-      Oh.middleRows(a0, n).noalias() = S * Vh.middleRows(kb.lo, kb.hi - kb.lo);
+      gemm<T>(Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(kb.lo), V.ld, T(0), O.row(a0), O.ld);
       for (index_t a = 0; a < n; ++a) {
-        if (l(a) > T(0)) {
-          Oh.row(a0 + a) /= l(a);
-          lse(i, a0 + a) = m(a) + std::log(l(a));
+        RowArray<T> out(O.row(a0 + a), v.d);
+        if (l[a] > T(0)) {
+          out /= l[a];
+          lse(i, a0 + a) = m[a] + std::log(l[a]);
         } else {
-          Oh.row(a0 + a).setZero();
+          out.setZero();
           lse(i, a0 + a) = kNegInf<T>;
         }
       }
@@ -159,32 +210,40 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   require(dv.n == v.n && dv.h == v.h && dv.d == v.d, "dV must be (sk, hk, dv)");
   const index_t sq = q.n, sk = k.n, group = q.h / k.h;
 
+  const index_t width = widest_block(mask, sq, sk);
+
   // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
   parallel_for(k.h, [&](index_t g) {
-    const CHeadMap<T> Kh = head(k, g), Vh = head(v, g);
-    HeadMap<T> dKh = head(dk, g), dVh = head(dv, g);
+    const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
+    const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
+    std::vector<T> pbuf = block_buffer<T>(sq, width), dsbuf = block_buffer<T>(sq, width);
     for (index_t i = g * group; i < (g + 1) * group; ++i) {
-      const CHeadMap<T> Qh = head(q, i), dOh = head(dout, i);
-      HeadMap<T> dQh = head(dq, i);
+      const HeadPtr<const T> Q = head_ptr(q, i), dO = head_ptr(dout, i);
+      const HeadPtr<T> dQ = head_ptr(dq, i);
       for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
         const index_t n = std::min(kRowBlock, sq - a0);
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
         const index_t w = kb.hi - kb.lo;
-        Mat<T> P = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
-        for (index_t a = 0; a < n; ++a) {
+        T *P = pbuf.data(), *dS = dsbuf.data();
+        block_scores<T>(Q, K, q.d, scale, a0, n, kb, P);
+        for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
+          T* row = P + a * w;
           const T L = lse(i, a0 + a);
-          if (L == kNegInf<T>) P.row(a).setZero();  // empty row: P = 0, never exp(-inf + inf)
-          else P.row(a) = (P.row(a).array() - L).exp().matrix();
+          Cols c = visible_cols(mask, a0 + a, kb, sk);
+          if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
+          zero_outside(row, c, w);
+          RowArray<T> p(row + c.c0, c.c1 - c.c0);
+          p = (p - L).exp();
         }
-        fill_masked<T>(P, mask, a0, kb, sk, T(0));  // exactly 0, not Eigen's clamped exp(-inf)
-        const auto dO_blk = dOh.middleRows(a0, n);
-        dVh.middleRows(kb.lo, w).noalias() += P.transpose() * dO_blk;
-        Mat<T> dS = dO_blk * Vh.middleRows(kb.lo, w).transpose();  // dP
-        for (index_t a = 0; a < n; ++a) dS.row(a).array() -= delta(i, a0 + a);
-        dS.array() *= P.array();  // dS = P * (dP - Delta)
-        dQh.middleRows(a0, n).noalias() += scale * (dS * Kh.middleRows(kb.lo, w));
-        dKh.middleRows(kb.lo, w).noalias() += scale * (dS.transpose() * Qh.middleRows(a0, n));
+        gemm<T>(Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(kb.lo), dV.ld);
+        gemm<T>(Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(kb.lo), V.ld, T(0), dS, w);  // dP
+        for (index_t a = 0; a < n; ++a) {  // dS = P * (dP - Delta)
+          RowArray<T> ds(dS + a * w, w);
+          ds = RowArray<T>(P + a * w, w) * (ds - delta(i, a0 + a));
+        }
+        gemm<T>(Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(kb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
+        gemm<T>(Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(kb.lo), dK.ld);
       }
     }
   });
