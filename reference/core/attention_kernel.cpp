@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/row_kernels.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -110,10 +111,29 @@ inline index_t widest_block(const Mask& m, index_t sq, index_t sk) {
   return w;
 }
 
-// the block's scratch: n x w scores per matrix, allocated once per head (never per block)
+// The calling thread's scratch of `count` elements for buffer `slot` (0, 1), contents undefined. Kept
+// between calls (the kernel runs once per tile, and a fresh buffer costs page faults and zeroing every
+// time), but never more than kKeepScratch bytes a thread once the call is over (release_scratch).
+inline constexpr size_t kKeepScratch = size_t{64} << 20;
 template <class T>
-std::vector<T> block_buffer(index_t sq, index_t width) {
-  return std::vector<T>(sz(std::min(kRowBlock, sq) * width));
+std::vector<T>& scratch_vector(int slot) {
+  thread_local std::vector<T> buf[2];
+  return buf[slot];
+}
+template <class T>
+T* scratch(int slot, index_t count) {
+  std::vector<T>& b = scratch_vector<T>(slot);
+  if (b.size() < sz(count)) {
+    b.clear();
+    b.shrink_to_fit();  // not both buffers at once
+    b.resize(sz(count));
+  }
+  return b.data();
+}
+template <class T>
+void release_scratch(int slot) {
+  std::vector<T>& b = scratch_vector<T>(slot);
+  if (b.size() * sizeof(T) > kKeepScratch) std::vector<T>().swap(b);
 }
 
 }  // namespace
@@ -143,7 +163,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   parallel_for(q.h, [&](index_t i) {
     const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
     const HeadPtr<T> O = head_ptr(o, i);
-    std::vector<T> buf = block_buffer<T>(sq, width);
+    T* const S = scratch<T>(0, std::min(kRowBlock, sq) * width);
     for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
       const index_t n = std::min(kRowBlock, sq - a0);
       const KeyRange kb = block_keys(mask, a0, n, sk);
@@ -155,7 +175,6 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         continue;
       }
       const index_t w = kb.hi - kb.lo;
-      T* S = buf.data();
       block_scores<T>(Q, K, q.d, scale, a0, n, kb, S);
       // per row, over its visible run only: m = max, P = exp(S - m) (exactly 0 outside), l = sum P
       T m[kRowBlock], l[kRowBlock];
@@ -165,11 +184,9 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         zero_outside(row, c, w);
         m[a] = kNegInf<T>, l[a] = T(0);
         if (c.c1 <= c.c0) continue;  // fully masked row: P = 0, O = 0, LSE = -inf
-        RowArray<T> s(row + c.c0, c.c1 - c.c0);
-        m[a] = s.maxCoeff();
+        m[a] = row_max(row + c.c0, c.c1 - c.c0);
         if (sinks) m[a] = std::max(m[a], sinks[i]);  // the sink's logit is one more in the row
-        s = (s - m[a]).exp();
-        l[a] = s.sum();
+        l[a] = exp_shift_sum(row + c.c0, c.c1 - c.c0, m[a]);
         // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
         if (sinks) l[a] += std::exp(sinks[i] - m[a]);
       }
@@ -185,6 +202,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         }
       }
     }
+    release_scratch<T>(0);
   });
 }
 
@@ -208,15 +226,14 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   require(dq.n == q.n && dq.h == q.h && dq.d == q.d, "dQ must be (sq, h, d)");
   require(dk.n == k.n && dk.h == k.h && dk.d == k.d, "dK must be (sk, hk, d)");
   require(dv.n == v.n && dv.h == v.h && dv.d == v.d, "dV must be (sk, hk, dv)");
-  const index_t sq = q.n, sk = k.n, group = q.h / k.h;
-
-  const index_t width = widest_block(mask, sq, sk);
+  const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
 
   // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
   parallel_for(k.h, [&](index_t g) {
     const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
     const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
-    std::vector<T> pbuf = block_buffer<T>(sq, width), dsbuf = block_buffer<T>(sq, width);
+    T* const P = scratch<T>(0, std::min(kRowBlock, sq) * width);
+    T* const dS = scratch<T>(1, std::min(kRowBlock, sq) * width);
     for (index_t i = g * group; i < (g + 1) * group; ++i) {
       const HeadPtr<const T> Q = head_ptr(q, i), dO = head_ptr(dout, i);
       const HeadPtr<T> dQ = head_ptr(dq, i);
@@ -225,7 +242,6 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
         const index_t w = kb.hi - kb.lo;
-        T *P = pbuf.data(), *dS = dsbuf.data();
         block_scores<T>(Q, K, q.d, scale, a0, n, kb, P);
         for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
           T* row = P + a * w;
@@ -233,19 +249,17 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
           Cols c = visible_cols(mask, a0 + a, kb, sk);
           if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
           zero_outside(row, c, w);
-          RowArray<T> p(row + c.c0, c.c1 - c.c0);
-          p = (p - L).exp();
+          exp_shift(row + c.c0, c.c1 - c.c0, L);
         }
         gemm<T>(Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(kb.lo), dV.ld);
         gemm<T>(Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(kb.lo), V.ld, T(0), dS, w);  // dP
-        for (index_t a = 0; a < n; ++a) {  // dS = P * (dP - Delta)
-          RowArray<T> ds(dS + a * w, w);
-          ds = RowArray<T>(P + a * w, w) * (ds - delta(i, a0 + a));
-        }
+        for (index_t a = 0; a < n; ++a) grad_scores(dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS = P (dP - Delta)
         gemm<T>(Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(kb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
         gemm<T>(Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(kb.lo), dK.ld);
       }
     }
+    release_scratch<T>(0);
+    release_scratch<T>(1);
   });
 }
 
