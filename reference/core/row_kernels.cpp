@@ -45,8 +45,9 @@ void grad_generic(T* ds, const T* p, std::int64_t n, T delta) {
 #ifdef CPLAB_ROW_AVX2
 #define AVX2 __attribute__((target("avx2,fma")))
 
-// exp of 4 doubles (Cephes / Eigen pexp_double); below log(DBL_MIN) the result is 0
-AVX2 inline __m256d exp4(__m256d x) {
+// exp of 4 doubles (Cephes / Eigen pexp_double); below log(DBL_MIN) the result is 0, NaN gives NaN
+AVX2 inline __m256d exp4(const __m256d in) {
+  __m256d x = in;
   const __m256d lo = _mm256_set1_pd(-708.3964185322641), hi = _mm256_set1_pd(709.0);
   const __m256d under = _mm256_cmp_pd(x, lo, _CMP_LT_OQ);
   x = _mm256_min_pd(_mm256_max_pd(x, lo), hi);
@@ -66,11 +67,13 @@ AVX2 inline __m256d exp4(__m256d x) {
   x = _mm256_fmadd_pd(_mm256_set1_pd(2.0), x, _mm256_set1_pd(1.0));
   const __m128i e = _mm_add_epi32(_mm256_cvtpd_epi32(fx), _mm_set1_epi32(1023));  // fx in [-1022, 1023]
   const __m256d pow2 = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepi32_epi64(e), 52));
-  return _mm256_andnot_pd(under, _mm256_mul_pd(x, pow2));
+  const __m256d r = _mm256_andnot_pd(under, _mm256_mul_pd(x, pow2));
+  return _mm256_or_pd(r, _mm256_cmp_pd(in, in, _CMP_UNORD_Q));  // NaN stays NaN, as Eigen's exp
 }
 
-// exp of 8 floats (Cephes / Eigen pexp_float); below log(FLT_MIN) the result is 0
-AVX2 inline __m256 exp8(__m256 x) {
+// exp of 8 floats (Cephes / Eigen pexp_float); below log(FLT_MIN) the result is 0, NaN gives NaN
+AVX2 inline __m256 exp8(const __m256 in) {
+  __m256 x = in;
   const __m256 lo = _mm256_set1_ps(-87.33654475f), hi = _mm256_set1_ps(88.0f);
   const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
@@ -86,7 +89,8 @@ AVX2 inline __m256 exp8(__m256 x) {
   y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
   y = _mm256_add_ps(_mm256_fmadd_ps(y, z, x), _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127));  // fx in [-126, 127]
-  return _mm256_andnot_ps(under, _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23))));
+  const __m256 r = _mm256_andnot_ps(under, _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23))));
+  return _mm256_or_ps(r, _mm256_cmp_ps(in, in, _CMP_UNORD_Q));  // NaN stays NaN, as Eigen's exp
 }
 
 // the AVX2 vector of T: its width and the operations the loops need

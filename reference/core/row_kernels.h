@@ -8,7 +8,8 @@
 //   grad_scores(ds, p, n, delta)  ds[j] = p[j] * (ds[j] - delta) in place              (dS from dP)
 // Inputs are finite and x[j] - c <= about 0 (c is the row's max or its LSE). exp is the Cephes
 // rational approximation Eigen uses (within about 1 ulp); a result below the smallest normal number
-// (x - c < -708.39 in double, < -87.33 in float) is 0, which changes a sum by less than that number.
+// (x - c < -708.39 in double, < -87.33 in float) is 0, which changes a sum by less than that number;
+// a NaN (inf - inf: scores that overflowed) stays NaN, so such a row ends with l = NaN, as before.
 // Dispatch: chosen once, at the first call, from the CPU: AVX2 + FMA code (intrinsics in functions
 // compiled for that target only, so the build stays machine-independent) where the CPU has them,
 // else Eigen's arrays at the build's own instruction set. row_kernels_isa() names the choice.
