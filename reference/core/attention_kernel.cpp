@@ -95,10 +95,10 @@ void zero_outside(T* row, Cols c, index_t w) {
 
 // S (n, w), row stride w: scale * Q[a0, a0+n) K[kb]^T, the block's scores over its key window
 template <class T>
-void block_scores(HeadPtr<const T> Q, HeadPtr<const T> K, index_t d, T scale, index_t a0, index_t n, KeyRange kb,
+void block_scores(Route route, HeadPtr<const T> Q, HeadPtr<const T> K, index_t d, T scale, index_t a0, index_t n, KeyRange kb,
                   T* S) {
   const index_t w = kb.hi - kb.lo;
-  gemm<T>(Trans::no, Trans::yes, n, w, d, scale, Q.row(a0), Q.ld, K.row(kb.lo), K.ld, T(0), S, w);
+  gemm<T>(route, Trans::no, Trans::yes, n, w, d, scale, Q.row(a0), Q.ld, K.row(kb.lo), K.ld, T(0), S, w);
 }
 
 // the widest key window of any row block (the scratch's width)
@@ -159,6 +159,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   require(o.n == q.n && o.h == q.h && o.d == v.d, "O must be (sq, h, dv)");
   require(lse.h == q.h && lse.n == q.n, "LSE must be (h, sq)");
   const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
+  const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
   parallel_for(q.h, [&](index_t i) {
     const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
@@ -175,7 +176,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         continue;
       }
       const index_t w = kb.hi - kb.lo;
-      block_scores<T>(Q, K, q.d, scale, a0, n, kb, S);
+      block_scores<T>(route, Q, K, q.d, scale, a0, n, kb, S);
       // per row, over its visible run only: m = max, P = exp(S - m) (exactly 0 outside), l = sum P
       T m[kRowBlock], l[kRowBlock];
       for (index_t a = 0; a < n; ++a) {
@@ -184,13 +185,13 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         zero_outside(row, c, w);
         m[a] = kNegInf<T>, l[a] = T(0);
         if (c.c1 <= c.c0) continue;  // fully masked row: P = 0, O = 0, LSE = -inf
-        m[a] = row_max(row + c.c0, c.c1 - c.c0);
+        m[a] = row_max(route, row + c.c0, c.c1 - c.c0);
         if (sinks) m[a] = std::max(m[a], sinks[i]);  // the sink's logit is one more in the row
-        l[a] = exp_shift_sum(row + c.c0, c.c1 - c.c0, m[a]);
+        l[a] = exp_shift_sum(route, row + c.c0, c.c1 - c.c0, m[a]);
         // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
         if (sinks) l[a] += std::exp(sinks[i] - m[a]);
       }
-      gemm<T>(Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(kb.lo), V.ld, T(0), O.row(a0), O.ld);
+      gemm<T>(route, Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(kb.lo), V.ld, T(0), O.row(a0), O.ld);
       for (index_t a = 0; a < n; ++a) {
         RowArray<T> out(O.row(a0 + a), v.d);
         if (l[a] > T(0)) {
@@ -227,6 +228,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   require(dk.n == k.n && dk.h == k.h && dk.d == k.d, "dK must be (sk, hk, d)");
   require(dv.n == v.n && dv.h == v.h && dv.d == v.d, "dV must be (sk, hk, dv)");
   const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
+  const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
   // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
   parallel_for(k.h, [&](index_t g) {
@@ -242,20 +244,20 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
         const index_t w = kb.hi - kb.lo;
-        block_scores<T>(Q, K, q.d, scale, a0, n, kb, P);
+        block_scores<T>(route, Q, K, q.d, scale, a0, n, kb, P);
         for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
           T* row = P + a * w;
           const T L = lse(i, a0 + a);
           Cols c = visible_cols(mask, a0 + a, kb, sk);
           if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
           zero_outside(row, c, w);
-          exp_shift(row + c.c0, c.c1 - c.c0, L);
+          exp_shift(route, row + c.c0, c.c1 - c.c0, L);
         }
-        gemm<T>(Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(kb.lo), dV.ld);
-        gemm<T>(Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(kb.lo), V.ld, T(0), dS, w);  // dP
-        for (index_t a = 0; a < n; ++a) grad_scores(dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS = P (dP - Delta)
-        gemm<T>(Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(kb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
-        gemm<T>(Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(kb.lo), dK.ld);
+        gemm<T>(route, Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(kb.lo), dV.ld);
+        gemm<T>(route, Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(kb.lo), V.ld, T(0), dS, w);  // dP
+        for (index_t a = 0; a < n; ++a) grad_scores(route, dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS = P (dP - Delta)
+        gemm<T>(route, Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(kb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
+        gemm<T>(route, Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(kb.lo), dK.ld);
       }
     }
     release_scratch<T>(0);

@@ -14,7 +14,11 @@
 // Attention sinks (sinks.h): given one logit per query head, the forward adds exp(s_h) to the
 // softmax denominator of every row that sees a key (O and LSE then include it; the dense oracle's
 // route); the backward needs nothing more than that final LSE and O.
-// What it is not: a fast kernel (see cuda/), or a CP algorithm (see ring_p2p.h). Heads run in
+// Speed (issue 25): the products go through gemm.h and the row work through row_kernels.h; a call
+// with at least kernel_route.h's kFastRouteWork (rows x keys x heads) takes the fast route (OpenBLAS,
+// AVX2), smaller ones the portable route (Eigen at the build's instruction set: the same bits on
+// every machine). bench/cpu (cplab-cpu-bench) measures it against the machine's GEMM peak.
+// What it is not: a GPU kernel (see cuda/), or a CP algorithm (see ring_p2p.h). Heads run in
 // parallel with OpenMP; results do not depend on the number of threads.
 #pragma once
 

@@ -9,7 +9,6 @@ namespace cplab {
 
 namespace {
 
-#ifndef CPLAB_HAVE_OPENBLAS
 template <class T>
 using Strided = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
 
@@ -18,25 +17,33 @@ template <class T>
 Strided<T> stored(const T* x, index_t rows, index_t cols, index_t ld) {
   return Strided<T>(x, rows, cols, Eigen::OuterStride<>(ld));
 }
-#endif
 
 }  // namespace
 
 template <class T>
-void gemm(Trans ta, Trans tb, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
+void gemm(Route route, Trans ta, Trans tb, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
           const T* b, index_t ldb, T beta, T* c, index_t ldc) {
   if (m <= 0 || n <= 0) return;
 #ifdef CPLAB_HAVE_OPENBLAS
-  const auto op = [](Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; };
-  if constexpr (std::is_same_v<T, double>)
-    cblas_dgemm(CblasRowMajor, op(ta), op(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
-  else
-    cblas_sgemm(CblasRowMajor, op(ta), op(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
+  if (route == Route::fast) {
+    // a pthreads OpenBLAS (not what install-deps.sh installs) would start its own threads inside
+    // the kernel's OpenMP threads: keep it to one
+    static const bool one_level = [] {
+      if (openblas_get_parallel() == 1) openblas_set_num_threads(1);
+      return true;
+    }();
+    (void)one_level;
+    const auto op = [](Trans t) { return t == Trans::yes ? CblasTrans : CblasNoTrans; };
+    const auto i = [](index_t x) { return static_cast<blasint>(x); };
+    if constexpr (std::is_same_v<T, double>)
+      cblas_dgemm(CblasRowMajor, op(ta), op(tb), i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+    else
+      cblas_sgemm(CblasRowMajor, op(ta), op(tb), i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+    return;
+  }
 #else
+  (void)route;
+#endif
   Eigen::Map<Mat<T>, 0, Eigen::OuterStride<>> C(c, m, n, Eigen::OuterStride<>(ldc));
   if (beta == T(0)) C.setZero();
   else if (beta != T(1)) C *= beta;
@@ -48,7 +55,6 @@ void gemm(Trans ta, Trans tb, index_t m, index_t n, index_t k, T alpha, const T*
   else if (!at && bt) C.noalias() += alpha * (A * B.transpose());
   else if (at && !bt) C.noalias() += alpha * (A.transpose() * B);
   else C.noalias() += alpha * (A.transpose() * B.transpose());
-#endif
 }
 
 std::string gemm_backend() {
@@ -70,9 +76,9 @@ bool gemm_threads_follow_openmp() {
 #endif
 }
 
-template void gemm<float>(Trans, Trans, index_t, index_t, index_t, float, const float*, index_t, const float*,
+template void gemm<float>(Route, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t, const float*,
                           index_t, float, float*, index_t);
-template void gemm<double>(Trans, Trans, index_t, index_t, index_t, double, const double*, index_t, const double*,
+template void gemm<double>(Route, Trans, Trans, index_t, index_t, index_t, double, const double*, index_t, const double*,
                            index_t, double, double*, index_t);
 
 }  // namespace cplab

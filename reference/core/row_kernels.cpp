@@ -207,33 +207,35 @@ T exp_only_generic(T* x, std::int64_t n, T c) {
 }
 
 template <class T>
-const Kernels<T>& kernels() {
-  static const Kernels<T> k = [] {
+const Kernels<T>& kernels(Route route) {
+  static const Kernels<T> generic{max_generic<T>, exp_sum_generic<T>, exp_only_generic<T>, grad_generic<T>};
 #ifdef CPLAB_ROW_AVX2
-    if (cpu_has_avx2_fma()) return Kernels<T>{max_avx2<T>, exp_avx2<T, true>, exp_avx2<T, false>, grad_avx2<T>};
+  static const bool avx2 = cpu_has_avx2_fma();
+  static const Kernels<T> wide{max_avx2<T>, exp_avx2<T, true>, exp_avx2<T, false>, grad_avx2<T>};
+  if (route == Route::fast && avx2) return wide;
+#else
+  (void)route;
 #endif
-    return Kernels<T>{max_generic<T>, exp_sum_generic<T>, exp_only_generic<T>, grad_generic<T>};
-  }();
-  return k;
+  return generic;
 }
 
 }  // namespace
 
 template <class T>
-T row_max(const T* x, std::int64_t n) {
-  return kernels<T>().max(x, n);
+T row_max(Route route, const T* x, std::int64_t n) {
+  return kernels<T>(route).max(x, n);
 }
 template <class T>
-T exp_shift_sum(T* x, std::int64_t n, T c) {
-  return kernels<T>().exp_sum(x, n, c);
+T exp_shift_sum(Route route, T* x, std::int64_t n, T c) {
+  return kernels<T>(route).exp_sum(x, n, c);
 }
 template <class T>
-void exp_shift(T* x, std::int64_t n, T c) {
-  kernels<T>().exp(x, n, c);
+void exp_shift(Route route, T* x, std::int64_t n, T c) {
+  kernels<T>(route).exp(x, n, c);
 }
 template <class T>
-void grad_scores(T* ds, const T* p, std::int64_t n, T delta) {
-  kernels<T>().grad(ds, p, n, delta);
+void grad_scores(Route route, T* ds, const T* p, std::int64_t n, T delta) {
+  kernels<T>(route).grad(ds, p, n, delta);
 }
 
 const char* row_kernels_isa() {
@@ -243,10 +245,10 @@ const char* row_kernels_isa() {
 }
 
 #define CPLAB_INSTANTIATE(T)                                      \
-  template T row_max<T>(const T*, std::int64_t);                  \
-  template T exp_shift_sum<T>(T*, std::int64_t, T);               \
-  template void exp_shift<T>(T*, std::int64_t, T);                \
-  template void grad_scores<T>(T*, const T*, std::int64_t, T);
+  template T row_max<T>(Route, const T*, std::int64_t);          \
+  template T exp_shift_sum<T>(Route, T*, std::int64_t, T);       \
+  template void exp_shift<T>(Route, T*, std::int64_t, T);        \
+  template void grad_scores<T>(Route, T*, const T*, std::int64_t, T);
 CPLAB_INSTANTIATE(float)
 CPLAB_INSTANTIATE(double)
 #undef CPLAB_INSTANTIATE

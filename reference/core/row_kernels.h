@@ -10,26 +10,29 @@
 // rational approximation Eigen uses (within about 1 ulp); a result below the smallest normal number
 // (x - c < -708.39 in double, < -87.33 in float) is 0, which changes a sum by less than that number;
 // a NaN (inf - inf: scores that overflowed) stays NaN, so such a row ends with l = NaN, as before.
-// Dispatch: chosen once, at the first call, from the CPU: AVX2 + FMA code (intrinsics in functions
-// compiled for that target only, so the build stays machine-independent) where the CPU has them,
-// else Eigen's arrays at the build's own instruction set. row_kernels_isa() names the choice.
+// Dispatch (route: kernel_route.h): Route::fast runs AVX2 + FMA code (intrinsics in functions compiled
+// for that target only, so the build stays machine-independent) where the CPU has them (checked
+// once); Route::portable, or a CPU without them, runs Eigen's arrays at the build's own instruction
+// set. row_kernels_isa() names what the fast route runs here.
 // What it is not: the masking (the caller passes each row's visible run) or the GEMMs (gemm.h).
 #pragma once
 
 #include <cstdint>
 
+#include "core/kernel_route.h"
+
 namespace cplab {
 
 template <class T>
-T row_max(const T* x, std::int64_t n);
+T row_max(Route route, const T* x, std::int64_t n);
 template <class T>
-T exp_shift_sum(T* x, std::int64_t n, T c);
+T exp_shift_sum(Route route, T* x, std::int64_t n, T c);
 template <class T>
-void exp_shift(T* x, std::int64_t n, T c);
+void exp_shift(Route route, T* x, std::int64_t n, T c);
 template <class T>
-void grad_scores(T* ds, const T* p, std::int64_t n, T delta);
+void grad_scores(Route route, T* ds, const T* p, std::int64_t n, T delta);
 
-// "avx2+fma" or "generic (<Eigen's SIMD>)"
+// the fast route's loops here: "avx2+fma" or "generic (<Eigen's SIMD>)"
 const char* row_kernels_isa();
 
 }  // namespace cplab
