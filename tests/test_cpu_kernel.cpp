@@ -3,9 +3,12 @@
 // ignoring a NaN in C); row_kernels.h's fast loops against scalar std::exp / max / p (dp - delta) for
 // every tail length, underflow and NaN; then CP runs of every mode x mask (causal, full, window,
 // chunk, packed, sinks) forced onto the fast route, checked against dense attention AND against the
-// same run on the portable route (<= 1e-10 in double, 1e-4 in float); and the route rule itself.
+// same run on the portable route (<= 1e-10 in double, 1e-4 in float); the route rule itself; and the
+// same bits on 1 and 2 OpenMP threads when the backward threads its products instead of its heads.
 // What it is not: a speed test (bench/cpu's cplab-cpu-bench measures speed; no test reads a clock).
 #include <doctest/doctest.h>
+
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -167,7 +170,8 @@ TEST_CASE("cpu kernel: gemm on both routes against a scalar loop, every transpos
 }
 
 TEST_CASE("cpu kernel: the fast route's row loops against scalar exp, max and dS, every tail length") {
-  MESSAGE("fast route here: products ", gemm_backend(), ", row loops ", row_kernels_isa());
+  const std::string here = "fast route here: products " + gemm_backend() + ", row loops " + row_kernels_isa();
+  MESSAGE(here);
   check_rows<double>(4);
   check_rows<float>(4);
 }
@@ -211,4 +215,27 @@ TEST_CASE("cpu kernel: every mode x mask on the fast route, against dense and th
       CHECK(between(fast, portable) <= tol);
       CHECK(fast.padding_max_abs == 0);
     }
+}
+
+TEST_CASE("cpu kernel: the fast route gives the same bits on 1 and 2 threads (heads in parallel, or threaded products)") {
+  // a2a on 2 ranks with 2 KV heads: one KV head per rank, so the backward runs its products threaded
+  CpFields f;
+  f.mode = Mode::a2a, f.layout = Layout::zigzag, f.cp = 2, f.seq = 1024, f.heads = 2, f.kv_heads = 2;
+  f.head_dim = 64, f.causal = true;
+  RunSpec s{CpSpec(f), true};
+  const Inputs in = make_inputs(s);
+  const int saved = omp_get_max_threads();
+  std::vector<RunReport> r;
+  for (const int threads : {1, 2}) {
+    const RouteGuard g(RouteChoice::fast);
+    omp_set_num_threads(threads);
+    r.push_back(run_experiment(s, in));
+  }
+  omp_set_num_threads(saved);
+  CHECK(r[0].o.data == r[1].o.data);
+  CHECK((r[0].lse == r[1].lse).all());
+  CHECK(r[0].dq.data == r[1].dq.data);
+  CHECK(r[0].dk.data == r[1].dk.data);
+  CHECK(r[0].dv.data == r[1].dv.data);
+  CHECK(r[1].max_error() <= 1e-10);
 }

@@ -8,6 +8,8 @@
 // outside it set to exactly 0. Scratch: one or two (kRowBlock, widest window) buffers per head.
 #include "core/attention_kernel.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -29,10 +31,11 @@ constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // OpenMP loop over [0, n) that carries the first exception (e.g. std::bad_alloc) out of the
 // parallel region and rethrows it, instead of std::terminate
+// parallel = false: the same loop on the calling thread (the products then thread themselves)
 template <class F>
-void parallel_for(index_t n, F&& body) {
+void parallel_for(index_t n, F&& body, bool parallel = true) {
   std::exception_ptr err;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (parallel)
   for (index_t i = 0; i < n; ++i) {
     try {
       body(i);
@@ -161,11 +164,14 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
   const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
-  parallel_for(q.h, [&](index_t i) {
+  // parallel over (head, row block): each unit writes its own rows of O and LSE
+  const index_t blocks = (sq + kRowBlock - 1) / kRowBlock;
+  parallel_for(q.h * blocks, [&](index_t u) {
+    const index_t i = u / blocks, a0 = u % blocks * kRowBlock;
     const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
     const HeadPtr<T> O = head_ptr(o, i);
     T* const S = scratch<T>(0, std::min(kRowBlock, sq) * width);
-    for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+    {
       const index_t n = std::min(kRowBlock, sq - a0);
       const KeyRange kb = block_keys(mask, a0, n, sk);
       if (kb.hi <= kb.lo) {  // the whole block is masked
@@ -173,7 +179,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
           std::fill(O.row(a0 + a), O.row(a0 + a) + v.d, T(0));
           lse(i, a0 + a) = kNegInf<T>;
         }
-        continue;
+        return;
       }
       const index_t w = kb.hi - kb.lo;
       block_scores<T>(route, Q, K, q.d, scale, a0, n, kb, S);
@@ -230,7 +236,11 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
   const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
-  // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
+  // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group. With
+  // fewer KV heads than threads (Ulysses' ranks hold one) that would leave threads idle: the heads
+  // then run one after another and OpenBLAS threads each product instead (one level of threads either
+  // way; OpenBLAS splits a product's rows and columns, never its sums, so the bits are the same)
+  const bool over_heads = !(route == Route::fast && gemm_threads_follow_openmp() && k.h < omp_get_max_threads());
   parallel_for(k.h, [&](index_t g) {
     const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
     const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
@@ -262,7 +272,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
     }
     release_scratch<T>(0);
     release_scratch<T>(1);
-  });
+  }, over_heads);
 }
 
 #define CPLAB_INSTANTIATE(T)                                                                     \
