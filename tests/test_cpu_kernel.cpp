@@ -4,7 +4,7 @@
 // every tail length, underflow and NaN; then CP runs of every mode x mask (causal, full, window,
 // chunk, packed, sinks) forced onto the fast route, checked against dense attention AND against the
 // same run on the portable route (<= 1e-10 in double, 1e-4 in float); the route rule itself; and the
-// same bits on 1 and 2 OpenMP threads when the backward threads its products instead of its heads.
+// same bits on 1 and 2 OpenMP threads when the backward splits a lone KV head's rows into groups.
 // What it is not: a speed test (bench/cpu's cplab-cpu-bench measures speed; no test reads a clock).
 #include <doctest/doctest.h>
 
@@ -217,8 +217,8 @@ TEST_CASE("cpu kernel: every mode x mask on the fast route, against dense and th
     }
 }
 
-TEST_CASE("cpu kernel: the fast route gives the same bits on 1 and 2 threads (heads in parallel, or threaded products)") {
-  // a2a on 2 ranks with 2 KV heads: one KV head per rank, so the backward runs its products threaded
+TEST_CASE("cpu kernel: the same bits on 1 and 2 threads when a lone KV head's rows run as parallel groups") {
+  // a2a on 2 ranks with 2 KV heads: one KV head per rank, so the backward splits its row blocks
   CpFields f;
   f.mode = Mode::a2a, f.layout = Layout::zigzag, f.cp = 2, f.seq = 1024, f.heads = 2, f.kv_heads = 2;
   f.head_dim = 64, f.causal = true;

@@ -8,8 +8,6 @@
 // outside it set to exactly 0. Scratch: one or two (kRowBlock, widest window) buffers per head.
 #include "core/attention_kernel.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -20,22 +18,25 @@
 #include "core/error.h"
 #include "core/gemm.h"
 #include "core/row_kernels.h"
+#include "core/softmax_rules.h"
 #include "core/util.h"
 
 namespace cplab {
 
 namespace {
 
+// the backward deals a lone KV head's row blocks to this many groups, run in parallel
+constexpr index_t kRowGroups = 2;
+
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // OpenMP loop over [0, n) that carries the first exception (e.g. std::bad_alloc) out of the
 // parallel region and rethrows it, instead of std::terminate
-// parallel = false: the same loop on the calling thread (the products then thread themselves)
 template <class F>
-void parallel_for(index_t n, F&& body, bool parallel = true) {
+void parallel_for(index_t n, F&& body) {
   std::exception_ptr err;
-#pragma omp parallel for schedule(dynamic) if (parallel)
+#pragma omp parallel for schedule(dynamic)
   for (index_t i = 0; i < n; ++i) {
     try {
       body(i);
@@ -79,15 +80,20 @@ HeadPtr<T> head_ptr(View3<T> x, index_t i) {
 template <class T>
 using RowArray = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
 
-// the visible columns [c0, c1) of row a0 + a inside the block's key window kb (c0 = c1: none)
 struct Cols {
   index_t c0, c1;
 };
+// the visible columns [c0, c1) of query row `row` inside the key chunk kb, counted from kb.lo
+// (c0 = c1: none)
 inline Cols visible_cols(const Mask& m, index_t row, KeyRange kb, index_t sk) {
   const KeyRange r = m.keys(row, sk);
-  if (r.lo >= r.hi) return {0, 0};
-  return {r.lo - kb.lo, r.hi - kb.lo};
+  const index_t lo = std::max(r.lo, kb.lo), hi = std::min(r.hi, kb.hi);
+  if (lo >= hi) return {0, 0};
+  return {lo - kb.lo, hi - kb.lo};
 }
+
+// the key chunks of a block's window kb: [lo, lo + kKeyBlock), ... (the last one shorter)
+inline KeyRange key_chunk(KeyRange kb, index_t lo) { return {lo, std::min(lo + kKeyBlock, kb.hi)}; }
 
 // row (w entries): columns outside [c.c0, c.c1) set to exactly 0
 template <class T>
@@ -104,14 +110,14 @@ void block_scores(Route route, HeadPtr<const T> Q, HeadPtr<const T> K, index_t d
   gemm<T>(route, Trans::no, Trans::yes, n, w, d, scale, Q.row(a0), Q.ld, K.row(kb.lo), K.ld, T(0), S, w);
 }
 
-// the widest key window of any row block (the scratch's width)
+// the widest key chunk of any row block (the scratch's width)
 inline index_t widest_block(const Mask& m, index_t sq, index_t sk) {
   index_t w = 0;
   for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
     const KeyRange kb = block_keys(m, a0, std::min(kRowBlock, sq - a0), sk);
     w = std::max(w, kb.hi - kb.lo);
   }
-  return w;
+  return std::min(w, kKeyBlock);
 }
 
 // The calling thread's scratch of `count` elements for buffer `slot` (0, 1), contents undefined. Kept
@@ -181,23 +187,35 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         }
         return;
       }
-      const index_t w = kb.hi - kb.lo;
-      block_scores<T>(route, Q, K, q.d, scale, a0, n, kb, S);
-      // per row, over its visible run only: m = max, P = exp(S - m) (exactly 0 outside), l = sum P
+      // online softmax over the window's key chunks (FlashAttention-2's rule, softmax_rules.h):
+      // m = running max (the sink's logit joins it once the row sees a key), l = sum exp(s - m),
+      // O accumulates P V and is rescaled whenever m grows; one chunk is the plain softmax
+      OnlineRow<T> r[kRowBlock];
+      for (index_t c0 = kb.lo; c0 < kb.hi; c0 += kKeyBlock) {
+        const KeyRange cb = key_chunk(kb, c0);
+        const index_t w = cb.hi - cb.lo;
+        const bool first = c0 == kb.lo;
+        block_scores<T>(route, Q, K, q.d, scale, a0, n, cb, S);
+        for (index_t a = 0; a < n; ++a) {
+          T* row = S + a * w;
+          const Cols c = visible_cols(mask, a0 + a, cb, sk);
+          zero_outside(row, c, w);
+          if (c.c1 <= c.c0) continue;  // nothing visible here: P = 0, m and l unchanged
+          T bm = row_max(route, row + c.c0, c.c1 - c.c0);
+          if (sinks) bm = std::max(bm, sinks[i]);  // the sink's logit is one more in the row
+          const T alpha = online_rescale(r[a], bm);
+          if (!first && alpha != T(1)) RowArray<T>(O.row(a0 + a), v.d) *= alpha;
+          online_add(r[a], exp_shift_sum(route, row + c.c0, c.c1 - c.c0, r[a].m));
+        }
+        gemm<T>(route, Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(cb.lo), V.ld, first ? T(0) : T(1),
+                O.row(a0), O.ld);
+      }
       T m[kRowBlock], l[kRowBlock];
       for (index_t a = 0; a < n; ++a) {
-        T* row = S + a * w;
-        const Cols c = visible_cols(mask, a0 + a, kb, sk);
-        zero_outside(row, c, w);
-        m[a] = kNegInf<T>, l[a] = T(0);
-        if (c.c1 <= c.c0) continue;  // fully masked row: P = 0, O = 0, LSE = -inf
-        m[a] = row_max(route, row + c.c0, c.c1 - c.c0);
-        if (sinks) m[a] = std::max(m[a], sinks[i]);  // the sink's logit is one more in the row
-        l[a] = exp_shift_sum(route, row + c.c0, c.c1 - c.c0, m[a]);
+        m[a] = r[a].m, l[a] = r[a].l;
         // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
-        if (sinks) l[a] += std::exp(sinks[i] - m[a]);
+        if (sinks && m[a] != kNegInf<T>) l[a] += std::exp(sinks[i] - m[a]);
       }
-      gemm<T>(route, Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(kb.lo), V.ld, T(0), O.row(a0), O.ld);
       for (index_t a = 0; a < n; ++a) {
         RowArray<T> out(O.row(a0 + a), v.d);
         if (l[a] > T(0)) {
@@ -236,43 +254,63 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
   const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
-  // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group. With
-  // fewer KV heads than threads (Ulysses' ranks hold one) that would leave threads idle: the heads
-  // then run one after another and OpenBLAS threads each product instead (one level of threads either
-  // way; OpenBLAS splits a product's rows and columns, never its sums, so the bits are the same)
-  const bool over_heads = !(route == Route::fast && gemm_threads_follow_openmp() && k.h < omp_get_max_threads());
-  parallel_for(k.h, [&](index_t g) {
+  // parallel over (KV head, row group): a unit owns dQ of its rows of the head's query group and adds
+  // into dK / dV of its KV head. One KV head alone (MQA, Ulysses' ranks) would leave threads idle, so
+  // its row blocks are dealt to kRowGroups groups (block b to group b % groups: causal work stays
+  // even); groups after the first add into their own zeroed dK / dV, summed in group order after
+  // the loop. The split depends on the KV heads only, never on the threads: the same bits on any
+  // number of threads.
+  const index_t groups = k.h >= kRowGroups ? 1 : kRowGroups;
+  std::vector<std::vector<T>> part_dk(sz(groups - 1)), part_dv(sz(groups - 1));  // (sk, d), (sk, dv) each
+  for (index_t r = 1; r < groups; ++r) {
+    part_dk[sz(r - 1)].assign(sz(sk * k.d), T(0));
+    part_dv[sz(r - 1)].assign(sz(sk * v.d), T(0));
+  }
+  parallel_for(k.h * groups, [&](index_t u) {
+    const index_t g = u / groups, rg = u % groups;
     const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
-    const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
+    const HeadPtr<T> dK = rg == 0 ? head_ptr(dk, g) : HeadPtr<T>{part_dk[sz(rg - 1)].data(), k.d};
+    const HeadPtr<T> dV = rg == 0 ? head_ptr(dv, g) : HeadPtr<T>{part_dv[sz(rg - 1)].data(), v.d};
     T* const P = scratch<T>(0, std::min(kRowBlock, sq) * width);
     T* const dS = scratch<T>(1, std::min(kRowBlock, sq) * width);
     for (index_t i = g * group; i < (g + 1) * group; ++i) {
       const HeadPtr<const T> Q = head_ptr(q, i), dO = head_ptr(dout, i);
       const HeadPtr<T> dQ = head_ptr(dq, i);
-      for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+      for (index_t a0 = rg * kRowBlock; a0 < sq; a0 += groups * kRowBlock) {
         const index_t n = std::min(kRowBlock, sq - a0);
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
-        const index_t w = kb.hi - kb.lo;
-        block_scores<T>(route, Q, K, q.d, scale, a0, n, kb, P);
-        for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
-          T* row = P + a * w;
-          const T L = lse(i, a0 + a);
-          Cols c = visible_cols(mask, a0 + a, kb, sk);
-          if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
-          zero_outside(row, c, w);
-          exp_shift(route, row + c.c0, c.c1 - c.c0, L);
+        for (index_t c0 = kb.lo; c0 < kb.hi; c0 += kKeyBlock) {  // the key chunks: independent sums
+          const KeyRange cb = key_chunk(kb, c0);
+          const index_t w = cb.hi - cb.lo;
+          block_scores<T>(route, Q, K, q.d, scale, a0, n, cb, P);
+          for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
+            T* row = P + a * w;
+            const T L = lse(i, a0 + a);
+            Cols c = visible_cols(mask, a0 + a, cb, sk);
+            if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
+            zero_outside(row, c, w);
+            exp_shift(route, row + c.c0, c.c1 - c.c0, L);
+          }
+          gemm<T>(route, Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(cb.lo), dV.ld);
+          gemm<T>(route, Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(cb.lo), V.ld, T(0), dS, w);
+          for (index_t a = 0; a < n; ++a) grad_scores(route, dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS
+          gemm<T>(route, Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(cb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
+          gemm<T>(route, Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(cb.lo), dK.ld);
         }
-        gemm<T>(route, Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(kb.lo), dV.ld);
-        gemm<T>(route, Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(kb.lo), V.ld, T(0), dS, w);  // dP
-        for (index_t a = 0; a < n; ++a) grad_scores(route, dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS = P (dP - Delta)
-        gemm<T>(route, Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(kb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
-        gemm<T>(route, Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(kb.lo), dK.ld);
       }
     }
     release_scratch<T>(0);
     release_scratch<T>(1);
-  }, over_heads);
+  });
+  for (index_t g = 0; g < k.h; ++g)  // the later row groups' dK / dV, in group order
+    for (index_t r = 1; r < groups; ++r) {
+      const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
+      for (index_t t = 0; t < sk; ++t) {
+        RowArray<T>(dK.row(t), k.d) += RowArray<T>(part_dk[sz(r - 1)].data() + t * k.d, k.d);
+        RowArray<T>(dV.row(t), v.d) += RowArray<T>(part_dv[sz(r - 1)].data() + t * v.d, v.d);
+      }
+    }
 }
 
 #define CPLAB_INSTANTIATE(T)                                                                     \

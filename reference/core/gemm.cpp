@@ -68,14 +68,6 @@ std::string gemm_backend() {
 #endif
 }
 
-bool gemm_threads_follow_openmp() {
-#ifdef CPLAB_HAVE_OPENBLAS
-  return openblas_get_parallel() == 2;
-#else
-  return false;
-#endif
-}
-
 template void gemm<float>(Route, Trans, Trans, index_t, index_t, index_t, float, const float*, index_t, const float*,
                           index_t, float, float*, index_t);
 template void gemm<double>(Route, Trans, Trans, index_t, index_t, index_t, double, const double*, index_t, const double*,

@@ -36,7 +36,4 @@ void gemm(Route route, Trans ta, Trans tb, index_t m, index_t n, index_t k, T al
 // "Eigen <version> (<SIMD>)" in a build without OpenBLAS
 std::string gemm_backend();
 
-// true when the products go to OpenBLAS built with OpenMP (threads follow omp_set_num_threads)
-bool gemm_threads_follow_openmp();
-
 }  // namespace cplab
