@@ -1,11 +1,13 @@
 // attention_kernel.cpp: the blocked implementation of attention_kernel.h (see there for the math).
 //
-// Per head and per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block
-// can see (every row's visible keys are one run, mask.h); S = scale * Q_blk K[lo:hi]^T and every
-// other product go through gemm.h (OpenBLAS when built with it, else Eigen) straight on the
-// token-major tensors (a head is a pointer and a row stride, no copy); the softmax and gradient
-// algebra runs row by row over each row's visible run only (Eigen arrays, vectorised), entries
-// outside it set to exactly 0. Scratch: one or two (kRowBlock, widest window) buffers per head.
+// Per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block can see (every
+// row's visible keys are one run, mask.h), taken kKeyBlock columns at a time. S = scale * Q_blk K^T
+// and every other product go through gemm.h (route: kernel_route.h) straight on the token-major
+// tensors (a head is a pointer and a row stride, no copy); the softmax and gradient work runs row
+// by row over each row's visible run only (row_kernels.h), entries outside it set to exactly 0; the
+// forward combines a window's chunks with the online softmax (softmax_rules.h). Parallel units:
+// (head, row block) forward, (KV head, row group) backward. Scratch: one (forward) or two
+// (backward) (kRowBlock, kKeyBlock) buffers per thread, kept between calls.
 #include "core/attention_kernel.h"
 
 #include <algorithm>
