@@ -4,10 +4,13 @@
 # cplab-viz needs Dear ImGui, GLFW, OpenGL (Mesa's llvmpipe without a GPU) and stb; xvfb + xauth
 # give the headless render tests a virtual X server. OpenMPI (libopenmpi-dev, openmpi-bin) is for
 # cuda/comm's one-process-per-GPU launch (`mpirun ... cplab-comm-check --backend mpi`).
+# libopenblas-openmp-dev: the CPU attention kernel's products (reference/core/gemm.h); Debian's
+# OpenBLAS picks its kernels for the CPU at run time, and its OpenMP build runs one thread inside the
+# kernel's OpenMP loop (one level of threads). Without it the build falls back to Eigen's product.
 # CUDA is not installed here (it is optional: with nvcc on PATH the cuda/ parts are built too).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkgconf
-      libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
+      libeigen3-dev libopenblas-openmp-dev doctest-dev libcli11-dev nlohmann-json3-dev
       python3 python3-numpy
       libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri libglx-mesa0 xvfb xauth
       libopenmpi-dev openmpi-bin)

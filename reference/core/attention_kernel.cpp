@@ -1,20 +1,34 @@
-// attention_kernel.cpp: Eigen implementation of attention_kernel.h (see there for the math).
+// attention_kernel.cpp: the blocked implementation of attention_kernel.h (see there for the math).
 //
-// Per head and per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block
-// can see (every row's visible keys are one run, mask.h), S = scale * Q_blk K[lo:hi]^T as one Eigen
-// product, masked entries set to -inf, then the softmax / gradient algebra on whole matrices.
+// Per block of kRowBlock query rows: [lo, hi) = the key columns any row of the block can see (every
+// row's visible keys are one run, mask.h), taken kKeyBlock columns at a time. S = scale * Q_blk K^T
+// and every other product go through gemm.h (route: kernel_route.h) straight on the token-major
+// tensors (a head is a pointer and a row stride, no copy); the softmax and gradient work runs row
+// by row over each row's visible run only (row_kernels.h), entries outside it set to exactly 0; the
+// forward combines a window's chunks with the online softmax (softmax_rules.h). Parallel units:
+// (head, row block) forward, (KV head, row group) backward. Scratch: one (forward) or two
+// (backward) (kRowBlock, kKeyBlock) buffers per thread, kept between calls.
 #include "core/attention_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "core/gemm.h"
+#include "core/row_kernels.h"
+#include "core/softmax_rules.h"
+#include "core/util.h"
 
 namespace cplab {
 
 namespace {
+
+// the backward deals a lone KV head's row blocks to this many groups, run in parallel
+constexpr index_t kRowGroups = 2;
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -49,26 +63,88 @@ KeyRange block_keys(const Mask& m, index_t a0, index_t n, index_t sk) {
   return b;
 }
 
-// set the entries of S (rows a0.., columns kb.lo..) outside each row's visible run to `value`
+// one head of a token-major tensor as a row-major matrix: its first element and its row stride
 template <class T>
-void fill_masked(Mat<T>& S, const Mask& m, index_t a0, KeyRange kb, index_t sk, T value) {
-  if (m.kind == Mask::Kind::none) return;
-  for (index_t a = 0; a < S.rows(); ++a) {
-    KeyRange r = m.keys(a0 + a, sk);
-    if (r.lo >= r.hi) r = {kb.lo, kb.lo};  // nothing visible
-    if (r.lo > kb.lo) S.row(a).head(r.lo - kb.lo).setConstant(value);
-    if (r.hi < kb.hi) S.row(a).tail(kb.hi - r.hi).setConstant(value);
-  }
+struct HeadPtr {
+  T* p;
+  index_t ld;
+  T* row(index_t a) const { return p + a * ld; }
+};
+template <class T>
+HeadPtr<const T> head_ptr(CView3<T> x, index_t i) {
+  return {x.data + i * x.d, x.h * x.d};
+}
+template <class T>
+HeadPtr<T> head_ptr(View3<T> x, index_t i) {
+  return {x.data + i * x.d, x.h * x.d};
 }
 
-// S (n, kb.hi - kb.lo) = scale * Qblk K[kb]^T with entries outside each row's visible run set to -inf
 template <class T>
-Mat<T> masked_scores(const CHeadMap<T>& Qh, const CHeadMap<T>& Kh, const Mask& m, T scale,
-                     index_t a0, index_t n, KeyRange kb, index_t sk) {
+using RowArray = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+
+struct Cols {
+  index_t c0, c1;
+};
+// the visible columns [c0, c1) of query row `row` inside the key chunk kb, counted from kb.lo
+// (c0 = c1: none)
+inline Cols visible_cols(const Mask& m, index_t row, KeyRange kb, index_t sk) {
+  const KeyRange r = m.keys(row, sk);
+  const index_t lo = std::max(r.lo, kb.lo), hi = std::min(r.hi, kb.hi);
+  if (lo >= hi) return {0, 0};
+  return {lo - kb.lo, hi - kb.lo};
+}
+
+// the key chunks of a block's window kb: [lo, lo + kKeyBlock), ... (the last one shorter)
+inline KeyRange key_chunk(KeyRange kb, index_t lo) { return {lo, std::min(lo + kKeyBlock, kb.hi)}; }
+
+// row (w entries): columns outside [c.c0, c.c1) set to exactly 0
+template <class T>
+void zero_outside(T* row, Cols c, index_t w) {
+  std::fill(row, row + c.c0, T(0));
+  std::fill(row + c.c1, row + w, T(0));
+}
+
+// S (n, w), row stride w: scale * Q[a0, a0+n) K[kb]^T, the block's scores over its key window
+template <class T>
+void block_scores(Route route, HeadPtr<const T> Q, HeadPtr<const T> K, index_t d, T scale, index_t a0, index_t n, KeyRange kb,
+                  T* S) {
   const index_t w = kb.hi - kb.lo;
-  Mat<T> S = scale * (Qh.middleRows(a0, n) * Kh.middleRows(kb.lo, w).transpose());
-  fill_masked<T>(S, m, a0, kb, sk, kNegInf<T>);
-  return S;
+  gemm<T>(route, Trans::no, Trans::yes, n, w, d, scale, Q.row(a0), Q.ld, K.row(kb.lo), K.ld, T(0), S, w);
+}
+
+// the widest key chunk of any row block (the scratch's width)
+inline index_t widest_block(const Mask& m, index_t sq, index_t sk) {
+  index_t w = 0;
+  for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+    const KeyRange kb = block_keys(m, a0, std::min(kRowBlock, sq - a0), sk);
+    w = std::max(w, kb.hi - kb.lo);
+  }
+  return std::min(w, kKeyBlock);
+}
+
+// The calling thread's scratch of `count` elements for buffer `slot` (0, 1), contents undefined. Kept
+// between calls (the kernel runs once per tile, and a fresh buffer costs page faults and zeroing every
+// time), but never more than kKeepScratch bytes a thread once the call is over (release_scratch).
+inline constexpr size_t kKeepScratch = size_t{64} << 20;
+template <class T>
+std::vector<T>& scratch_vector(int slot) {
+  thread_local std::vector<T> buf[2];
+  return buf[slot];
+}
+template <class T>
+T* scratch(int slot, index_t count) {
+  std::vector<T>& b = scratch_vector<T>(slot);
+  if (b.size() < sz(count)) {
+    b.clear();
+    b.shrink_to_fit();  // not both buffers at once
+    b.resize(sz(count));
+  }
+  return b.data();
+}
+template <class T>
+void release_scratch(int slot) {
+  std::vector<T>& b = scratch_vector<T>(slot);
+  if (b.size() * sizeof(T) > kKeepScratch) std::vector<T>().swap(b);
 }
 
 }  // namespace
@@ -93,47 +169,67 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
   check_attention_shapes(q.n, q.h, q.d, k.n, k.h, k.d, v.n, v.h, v.d);
   require(o.n == q.n && o.h == q.h && o.d == v.d, "O must be (sq, h, dv)");
   require(lse.h == q.h && lse.n == q.n, "LSE must be (h, sq)");
-  const index_t sq = q.n, sk = k.n, group = q.h / k.h;
+  const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
+  const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
-  parallel_for(q.h, [&](index_t i) {
-    const CHeadMap<T> Qh = head(q, i), Kh = head(k, i / group), Vh = head(v, i / group);
-    HeadMap<T> Oh = head(o, i);
-    for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+  // parallel over (head, row block): each unit writes its own rows of O and LSE
+  const index_t blocks = (sq + kRowBlock - 1) / kRowBlock;
+  parallel_for(q.h * blocks, [&](index_t u) {
+    const index_t i = u / blocks, a0 = u % blocks * kRowBlock;
+    const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
+    const HeadPtr<T> O = head_ptr(o, i);
+    T* const S = scratch<T>(0, std::min(kRowBlock, sq) * width);
+    {
       const index_t n = std::min(kRowBlock, sq - a0);
       const KeyRange kb = block_keys(mask, a0, n, sk);
       if (kb.hi <= kb.lo) {  // the whole block is masked
-        Oh.middleRows(a0, n).setZero();
-        for (index_t a = 0; a < n; ++a) lse(i, a0 + a) = kNegInf<T>;
-        continue;
-      }
-      Mat<T> S = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
-      Eigen::Matrix<T, Eigen::Dynamic, 1> m = S.rowwise().maxCoeff();
-      for (index_t a = 0; a < n; ++a) {
-        if (m(a) == kNegInf<T>) {  // fully masked row: P = 0 (not exp(-inf - -inf) = NaN)
-          S.row(a).setZero();
-        } else {
-          if (sinks) m(a) = std::max(m(a), sinks[i]);  // the sink's logit is one more in the row
-          S.row(a) = (S.row(a).array() - m(a)).exp().matrix();
+        for (index_t a = 0; a < n; ++a) {
+          std::fill(O.row(a0 + a), O.row(a0 + a) + v.d, T(0));
+          lse(i, a0 + a) = kNegInf<T>;
         }
+        return;
       }
-      // Eigen's vectorised exp clamps its argument, so exp(-inf) comes out as ~1e-308, not 0:
-      // masked entries are set to exactly 0 (padding and masked keys contribute nothing at all)
-      fill_masked<T>(S, mask, a0, kb, sk, T(0));
-      Eigen::Matrix<T, Eigen::Dynamic, 1> l = S.rowwise().sum();
-      if (sinks)  // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
-        for (index_t a = 0; a < n; ++a)
-          if (m(a) != kNegInf<T>) l(a) += std::exp(sinks[i] - m(a));
-      Oh.middleRows(a0, n).noalias() = S * Vh.middleRows(kb.lo, kb.hi - kb.lo);
+      // online softmax over the window's key chunks (FlashAttention-2's rule, softmax_rules.h):
+      // m = running max (the sink's logit joins it once the row sees a key), l = sum exp(s - m),
+      // O accumulates P V and is rescaled whenever m grows; one chunk is the plain softmax
+      OnlineRow<T> r[kRowBlock];
+      for (index_t c0 = kb.lo; c0 < kb.hi; c0 += kKeyBlock) {
+        const KeyRange cb = key_chunk(kb, c0);
+        const index_t w = cb.hi - cb.lo;
+        const bool first = c0 == kb.lo;
+        block_scores<T>(route, Q, K, q.d, scale, a0, n, cb, S);
+        for (index_t a = 0; a < n; ++a) {
+          T* row = S + a * w;
+          const Cols c = visible_cols(mask, a0 + a, cb, sk);
+          zero_outside(row, c, w);
+          if (c.c1 <= c.c0) continue;  // nothing visible here: P = 0, m and l unchanged
+          T bm = row_max(route, row + c.c0, c.c1 - c.c0);
+          if (sinks) bm = std::max(bm, sinks[i]);  // the sink's logit is one more in the row
+          const T alpha = online_rescale(r[a], bm);
+          if (!first && alpha != T(1)) RowArray<T>(O.row(a0 + a), v.d) *= alpha;
+          online_add(r[a], exp_shift_sum(route, row + c.c0, c.c1 - c.c0, r[a].m));
+        }
+        gemm<T>(route, Trans::no, Trans::no, n, v.d, w, T(1), S, w, V.row(cb.lo), V.ld, first ? T(0) : T(1),
+                O.row(a0), O.ld);
+      }
+      T m[kRowBlock], l[kRowBlock];
       for (index_t a = 0; a < n; ++a) {
-        if (l(a) > T(0)) {
-          Oh.row(a0 + a) /= l(a);
-          lse(i, a0 + a) = m(a) + std::log(l(a));
+        m[a] = r[a].m, l[a] = r[a].l;
+        // exp(s_h) joins the denominator of every row that sees a key; its value row is 0
+        if (sinks && m[a] != kNegInf<T>) l[a] += std::exp(sinks[i] - m[a]);
+      }
+      for (index_t a = 0; a < n; ++a) {
+        RowArray<T> out(O.row(a0 + a), v.d);
+        if (l[a] > T(0)) {
+          out /= l[a];
+          lse(i, a0 + a) = m[a] + std::log(l[a]);
         } else {
-          Oh.row(a0 + a).setZero();
+          out.setZero();
           lse(i, a0 + a) = kNegInf<T>;
         }
       }
     }
+    release_scratch<T>(0);
   });
 }
 
@@ -157,37 +253,66 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
   require(dq.n == q.n && dq.h == q.h && dq.d == q.d, "dQ must be (sq, h, d)");
   require(dk.n == k.n && dk.h == k.h && dk.d == k.d, "dK must be (sk, hk, d)");
   require(dv.n == v.n && dv.h == v.h && dv.d == v.d, "dV must be (sk, hk, dv)");
-  const index_t sq = q.n, sk = k.n, group = q.h / k.h;
+  const index_t sq = q.n, sk = k.n, group = q.h / k.h, width = widest_block(mask, sq, sk);
+  const Route route = kernel_route(static_cast<double>(sq) * static_cast<double>(sk) * static_cast<double>(q.h));
 
-  // parallel over KV heads: each thread owns dK/dV of its KV head and dQ of that head's group
-  parallel_for(k.h, [&](index_t g) {
-    const CHeadMap<T> Kh = head(k, g), Vh = head(v, g);
-    HeadMap<T> dKh = head(dk, g), dVh = head(dv, g);
+  // parallel over (KV head, row group): a unit owns dQ of its rows of the head's query group and adds
+  // into dK / dV of its KV head. One KV head alone (MQA, Ulysses' ranks) would leave threads idle, so
+  // its row blocks are dealt to kRowGroups groups (block b to group b % groups: causal work stays
+  // even); groups after the first add into their own zeroed dK / dV, summed in group order after
+  // the loop. The split depends on the KV heads only, never on the threads: the same bits on any
+  // number of threads.
+  const index_t groups = k.h >= kRowGroups ? 1 : kRowGroups;
+  std::vector<std::vector<T>> part_dk(sz(groups - 1)), part_dv(sz(groups - 1));  // (sk, d), (sk, dv) each
+  for (index_t r = 1; r < groups; ++r) {
+    part_dk[sz(r - 1)].assign(sz(sk * k.d), T(0));
+    part_dv[sz(r - 1)].assign(sz(sk * v.d), T(0));
+  }
+  parallel_for(k.h * groups, [&](index_t u) {
+    const index_t g = u / groups, rg = u % groups;
+    const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
+    const HeadPtr<T> dK = rg == 0 ? head_ptr(dk, g) : HeadPtr<T>{part_dk[sz(rg - 1)].data(), k.d};
+    const HeadPtr<T> dV = rg == 0 ? head_ptr(dv, g) : HeadPtr<T>{part_dv[sz(rg - 1)].data(), v.d};
+    T* const P = scratch<T>(0, std::min(kRowBlock, sq) * width);
+    T* const dS = scratch<T>(1, std::min(kRowBlock, sq) * width);
     for (index_t i = g * group; i < (g + 1) * group; ++i) {
-      const CHeadMap<T> Qh = head(q, i), dOh = head(dout, i);
-      HeadMap<T> dQh = head(dq, i);
-      for (index_t a0 = 0; a0 < sq; a0 += kRowBlock) {
+      const HeadPtr<const T> Q = head_ptr(q, i), dO = head_ptr(dout, i);
+      const HeadPtr<T> dQ = head_ptr(dq, i);
+      for (index_t a0 = rg * kRowBlock; a0 < sq; a0 += groups * kRowBlock) {
         const index_t n = std::min(kRowBlock, sq - a0);
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all
-        const index_t w = kb.hi - kb.lo;
-        Mat<T> P = masked_scores<T>(Qh, Kh, mask, scale, a0, n, kb, sk);
-        for (index_t a = 0; a < n; ++a) {
-          const T L = lse(i, a0 + a);
-          if (L == kNegInf<T>) P.row(a).setZero();  // empty row: P = 0, never exp(-inf + inf)
-          else P.row(a) = (P.row(a).array() - L).exp().matrix();
+        for (index_t c0 = kb.lo; c0 < kb.hi; c0 += kKeyBlock) {  // the key chunks: independent sums
+          const KeyRange cb = key_chunk(kb, c0);
+          const index_t w = cb.hi - cb.lo;
+          block_scores<T>(route, Q, K, q.d, scale, a0, n, cb, P);
+          for (index_t a = 0; a < n; ++a) {  // P = exp(S - LSE) on the visible run, exactly 0 elsewhere
+            T* row = P + a * w;
+            const T L = lse(i, a0 + a);
+            Cols c = visible_cols(mask, a0 + a, cb, sk);
+            if (L == kNegInf<T>) c = {0, 0};  // empty row: P = 0, never exp(-inf + inf)
+            zero_outside(row, c, w);
+            exp_shift(route, row + c.c0, c.c1 - c.c0, L);
+          }
+          gemm<T>(route, Trans::yes, Trans::no, w, v.d, n, T(1), P, w, dO.row(a0), dO.ld, T(1), dV.row(cb.lo), dV.ld);
+          gemm<T>(route, Trans::no, Trans::yes, n, w, v.d, T(1), dO.row(a0), dO.ld, V.row(cb.lo), V.ld, T(0), dS, w);
+          for (index_t a = 0; a < n; ++a) grad_scores(route, dS + a * w, P + a * w, w, delta(i, a0 + a));  // dS
+          gemm<T>(route, Trans::no, Trans::no, n, q.d, w, scale, dS, w, K.row(cb.lo), K.ld, T(1), dQ.row(a0), dQ.ld);
+          gemm<T>(route, Trans::yes, Trans::no, w, q.d, n, scale, dS, w, Q.row(a0), Q.ld, T(1), dK.row(cb.lo), dK.ld);
         }
-        fill_masked<T>(P, mask, a0, kb, sk, T(0));  // exactly 0, not Eigen's clamped exp(-inf)
-        const auto dO_blk = dOh.middleRows(a0, n);
-        dVh.middleRows(kb.lo, w).noalias() += P.transpose() * dO_blk;
-        Mat<T> dS = dO_blk * Vh.middleRows(kb.lo, w).transpose();  // dP
-        for (index_t a = 0; a < n; ++a) dS.row(a).array() -= delta(i, a0 + a);
-        dS.array() *= P.array();  // dS = P * (dP - Delta)
-        dQh.middleRows(a0, n).noalias() += scale * (dS * Kh.middleRows(kb.lo, w));
-        dKh.middleRows(kb.lo, w).noalias() += scale * (dS.transpose() * Qh.middleRows(a0, n));
       }
     }
+    release_scratch<T>(0);
+    release_scratch<T>(1);
   });
+  for (index_t g = 0; g < k.h; ++g)  // the later row groups' dK / dV, in group order
+    for (index_t r = 1; r < groups; ++r) {
+      const HeadPtr<T> dK = head_ptr(dk, g), dV = head_ptr(dv, g);
+      for (index_t t = 0; t < sk; ++t) {
+        RowArray<T>(dK.row(t), k.d) += RowArray<T>(part_dk[sz(r - 1)].data() + t * k.d, k.d);
+        RowArray<T>(dV.row(t), v.d) += RowArray<T>(part_dv[sz(r - 1)].data() + t * v.d, v.d);
+      }
+    }
 }
 
 #define CPLAB_INSTANTIATE(T)                                                                     \

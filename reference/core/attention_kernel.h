@@ -8,13 +8,18 @@
 //             dS = P * (dP - Delta), dQ += scale * dS K, dK += scale * dS^T Q
 // GQA/MQA by head mapping: query head i uses KV head i / (h / hk); KV is never replicated.
 // Rows are processed in blocks of kRowBlock; each block only multiplies the key columns its mask
-// can see (causal block skipping), so a causal tile costs about half a full one.
+// can see (causal block skipping), so a causal tile costs about half a full one, kKeyBlock of them
+// at a time.
 // A fully masked row gives O = 0 and LSE = -inf, and its backward contributes exactly 0: nothing
 // here turns -inf into NaN.
 // Attention sinks (sinks.h): given one logit per query head, the forward adds exp(s_h) to the
 // softmax denominator of every row that sees a key (O and LSE then include it; the dense oracle's
 // route); the backward needs nothing more than that final LSE and O.
-// What it is not: a fast kernel (see cuda/), or a CP algorithm (see ring_p2p.h). Heads run in
+// Speed (issue 25): the products go through gemm.h and the row work through row_kernels.h; a call
+// with at least kernel_route.h's kFastRouteWork (rows x keys x heads) takes the fast route (OpenBLAS,
+// AVX2), smaller ones the portable route (Eigen at the build's instruction set: the same bits on
+// every machine). bench/cpu (cplab-cpu-bench) measures it against the machine's GEMM peak.
+// What it is not: a GPU kernel (see cuda/), or a CP algorithm (see ring_p2p.h). Heads run in
 // parallel with OpenMP; results do not depend on the number of threads.
 #pragma once
 
@@ -40,6 +45,9 @@ RowsView<const T> rows_view(const Rows<T>& x, index_t col0 = 0, index_t count = 
 }
 
 inline constexpr index_t kRowBlock = 256;
+// a block's visible key window is taken kKeyBlock columns at a time (the forward with the online
+// softmax of softmax_rules.h), so its scratch stays (kRowBlock, kKeyBlock) however long the window
+inline constexpr index_t kKeyBlock = 1024;
 
 // Checks shapes (h % hk == 0, matching token counts and head dims, non-empty dims) and throws
 // cplab::Error naming the rule that is broken.
