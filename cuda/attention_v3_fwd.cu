@@ -37,14 +37,15 @@ struct Dims {
   std::int64_t sq, sk, h, hk;
 };
 
-// shared memory: Q, K[2], V[2] (1024-aligned tiles of swizzled 64-column panels), 3 barriers, 4 ints
+// shared memory: Q, K[2], V[2] (1024-aligned tiles of swizzled 64-column panels), 5 barriers, 4 ints
 template <int D>
 struct Smem {
   static constexpr std::uint32_t kQ = kBr * D * 2, kKV = kBc * D * 2;
   __host__ __device__ static constexpr std::uint32_t k_at(int s) { return kQ + static_cast<std::uint32_t>(s) * kKV; }
   __host__ __device__ static constexpr std::uint32_t v_at(int s) { return kQ + 2 * kKV + static_cast<std::uint32_t>(s) * kKV; }
   static constexpr std::uint32_t kBars = kQ + 4 * kKV;
-  static constexpr size_t kBytes = 1024 + kBars + 3 * sizeof(std::uint64_t) + 4 * sizeof(int);  // + alignment slack
+  static constexpr int kNumBars = 5;  // Q, full[2] (TMA landed), empty[2] (every consumer done with the stage)
+  static constexpr size_t kBytes = 1024 + kBars + kNumBars * sizeof(std::uint64_t) + 4 * sizeof(int);  // + alignment slack
 };
 
 template <int D, class T>
@@ -58,15 +59,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   // the swizzle pattern repeats every 1024 bytes of the shared address: align the base to it
   unsigned char* base = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
   const std::uint32_t sbase = smem_addr(base);
-  std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(base + S::kBars);  // [0]: Q, [1 + s]: stage s
-  int* red = reinterpret_cast<int*>(bar + 3);                                // block_keys' scratch
+  std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(base + S::kBars);  // [0]: Q, [1 + s]: stage s full
+  std::uint64_t* empty = bar + 3;                                           // [s]: stage s released
+  int* red = reinterpret_cast<int*>(bar + S::kNumBars);                     // block_keys' scratch
 
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, lane = tid % 32;
   const int tg = mma::thread_in_group(lane);
   const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
 
   if (threadIdx.x == 0) {
-    for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);
+    for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);  // one arrival (the loader's expect_tx) + the bytes
+    for (int s = 0; s < 2; ++s) mbar_init(&empty[s], kThreads);  // every consumer thread arrives once per use
     mbar_init_fence();
   }
   const BlockKeys bk = block_keys(mask, q0, kBr, P.sq, P.sk, kBc, red);  // (its __syncthreads publish the barriers)
@@ -100,8 +103,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   for (std::int64_t j = t_begin; j < t_end; ++j) {
     const int stage = static_cast<int>((j - t_begin) & 1);
-    // the other stage was released by every thread at the end of the previous iteration
-    if (threadIdx.x == 0 && j + 1 < t_end) load_kv(j + 1, stage ^ 1);
+    // tile j + 1 goes to the other stage once every consumer has released that stage's previous
+    // use (tile j - 1): the n-th use (n = (j + 1 - t_begin) / 2) waits for the empty barrier's phase
+    // n - 1, i.e. parity (n & 1) ^ 1 (the first use passes: phase 0 is current, parity 1 "completed")
+    if (threadIdx.x == 0 && j + 1 < t_end) {
+      mbar_wait(&empty[stage ^ 1], static_cast<std::uint32_t>((((j + 1 - t_begin) >> 1) & 1) ^ 1));
+      load_kv(j + 1, stage ^ 1);
+    }
     if (j == t_begin) mbar_wait(&bar[0], 0);
     mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
     __syncwarp();  // wgmma's .sync.aligned needs the warp converged after the per-thread spin
@@ -135,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<0>();
     fence_operands(acc);
     fence_operands(pa);  // P's registers stay untouched until the product has read them
-    __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it
+    mbar_arrive(&empty[stage]);  // this thread is done with the stage: once all are, the loader may refill it
   }
 
   store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);

@@ -8,7 +8,7 @@
 # not 0 and either doctest's FAILURE or the emulator's abort (cplab_emu: ...) in its output
 # (emu/expect_failure.cmake). If the text to cut is no longer in the kernel (it was edited), the
 # mutant's test fails, naming the text: a mutation test that cannot silently pass.
-# What it is not: a general mutation tester (three hand-picked cuts, the issue's list).
+# What it is not: a general mutation tester (hand-picked cuts, the issue's list).
 set(_v3_src ${_cuda}/attention_v3_fwd.cu)
 file(READ ${_v3_src} _v3)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_v3_src})
@@ -43,5 +43,7 @@ cplab_v3_mutant(wgmma_wait_o "    wgmma_wait<0>();\n    fence_operands(acc);\n" 
 # (b) an mbarrier wait: a K/V stage, and Q, read before TMA has written it
 cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "")
 cplab_v3_mutant(mbar_wait_q "    if (j == t_begin) mbar_wait(&bar[0], 0);\n" "")
-# (c) the __syncthreads that releases a stage: thread 0 refills it while the other warpgroup still reads it
-cplab_v3_mutant(syncthreads "    __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it\n" "")
+# (c) the empty barrier, both sides: a consumer that never releases its stage (the loader's wait
+# never ends: a deadlock), and a loader that refills a stage without waiting for its release
+cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "")
+cplab_v3_mutant(empty_wait "      mbar_wait(&empty[stage ^ 1], static_cast<std::uint32_t>((((j + 1 - t_begin) >> 1) & 1) ^ 1));\n" "")
