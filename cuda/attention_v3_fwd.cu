@@ -1,22 +1,25 @@
 // attention_v3_fwd.cu: tier 2 forward attention for Hopper: wgmma tensor cores fed by TMA.
 //
-// What it is: one block per (128 query rows, head): two warpgroups of 64 rows each, 256 threads.
-// Thread 0 loads Q once and the K/V tiles of 128 keys by TMA (cp.async.bulk.tensor, 128-byte
-// swizzled, counted on an mbarrier per stage) into two stages, the next tile always in flight
-// while this one is computed; out-of-range rows arrive as zeros. Each warpgroup computes
-// S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), applies
-// the mask (boundary tiles only) and softmax_rules.h's exp2 fast path to its accumulator registers
-// with v2's own code (attention_tile.cuh: the register convention is the same), and adds O += P V with
+// What it is: one block per (128 query rows, head): three warpgroups, 384 threads. Warpgroup 2 is
+// the producer: it gives its registers to the consumers (setmaxnreg.dec to 24; the consumers
+// setmaxnreg.inc to 240) and one of its threads loads Q once and the K/V tiles of 128 keys by TMA
+// (cp.async.bulk.tensor, 128-byte swizzled) into two stages; out-of-range rows arrive as zeros.
+// Each stage has a full/empty mbarrier pair: the TMA bytes complete "full", every consumer thread
+// arrives on "empty" when its products have read the stage, and the producer waits on "empty"
+// before refilling it (no __syncthreads in the loop). Warpgroups 0 and 1 consume 64 rows each:
+// S = Q K^T with wgmma.m64n128k16 straight from shared memory (both operands K-major), the mask
+// (boundary tiles only) and softmax_rules.h's exp2 fast path on the accumulator registers with
+// v2's own code (attention_tile.cuh: the register convention is the same), and O += P V with
 // wgmma.m64nDk16 taking P from registers (S's accumulators repacked: wgmma_layout.h) and V from
 // shared memory as an MN-major operand. Masks as in v2: key tiles no row can see are skipped,
 // tiles every row sees in full skip the per-element test (so sliding windows and chunks, as per-row
 // key ranges, are taken as in v2); attention sinks are folded in by v2's store_rows. Compiled for sm_90a when the build
 // targets 90 (CMake; otherwise the kernel body is empty and check_supported refuses v3); the
 // launcher refuses devices other than compute capability 9.0 with a cplab::Error.
-// What it is not: FlashAttention-3. There is no producer warp, no register reallocation
-// (setmaxnreg), no overlap of one warpgroup's softmax with the other's products (ping-pong) and
-// no intra-warpgroup overlap of S of the next tile with the softmax of this one; the backward of
-// kernel v3 is v2's (attention.h). Not yet run on a GPU.
+// What it is not: all of FlashAttention-3: no overlap of one warpgroup's softmax with the other's
+// products (ping-pong) and no intra-warpgroup overlap of S of the next tile with the softmax of
+// this one; the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
+// emulator, tests/cuda/emu).
 #include "attention_impl.cuh"
 #include "attention_tile.cuh"
 #include "tensor_map.h"
@@ -31,7 +34,12 @@ namespace cplab::cuda::detail {
 
 namespace {
 
-constexpr int kBr = 128, kBc = 128, kWarpgroups = 2, kThreads = 128 * kWarpgroups;
+// warpgroups 0 and 1 consume (64 query rows each), warpgroup 2 produces (one thread issues the TMA
+// loads); setmaxnreg moves registers from the producer to the consumers: 384 threads launch with
+// 168 registers each (65536 / 384, rounded down to 8), the producer drops to 24 and the consumers
+// rise to 240 (24 + 2 x 240 = 504 = 3 x 168: the block's registers exactly, as FlashAttention-3)
+constexpr int kBr = 128, kBc = 128, kConsumers = 2, kConsumerThreads = 128 * kConsumers,
+              kThreads = kConsumerThreads + 128, kProducerRegs = 24, kConsumerRegs = 240;
 
 struct Dims {
   std::int64_t sq, sk, h, hk;
@@ -69,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);  // one arrival (the loader's expect_tx) + the bytes
-    for (int s = 0; s < 2; ++s) mbar_init(&empty[s], kThreads);  // every consumer thread arrives once per use
+    for (int s = 0; s < 2; ++s) mbar_init(&empty[s], kConsumerThreads);  // every consumer thread arrives once per use
     mbar_init_fence();
   }
   const BlockKeys bk = block_keys(mask, q0, kBr, P.sq, P.sk, kBc, red);  // (its __syncthreads publish the barriers)
@@ -89,12 +97,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       tma_load_3d(base + S::v_at(s) + wgmma::panel_offset(kBc, p), &tv, &bar[1 + s], 64 * p, static_cast<int>(kh), static_cast<int>(j * kBc));
     }
   };
-  if (threadIdx.x == 0 && t_begin < t_end) {
-    mbar_expect_tx(&bar[0], S::kQ);
-    for (int p = 0; p < D / 64; ++p)
-      tma_load_3d(base + wgmma::panel_offset(kBr, p), &tq, &bar[0], 64 * p, static_cast<int>(i), static_cast<int>(q0));
-    load_kv(t_begin, 0);
+  if (wg == kConsumers) {  // the producer warpgroup: its registers go to the consumers, one thread loads
+    setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0 && t_begin < t_end) {
+      mbar_expect_tx(&bar[0], S::kQ);
+      for (int p = 0; p < D / 64; ++p)
+        tma_load_3d(base + wgmma::panel_offset(kBr, p), &tq, &bar[0], 64 * p, static_cast<int>(i), static_cast<int>(q0));
+      for (std::int64_t j = t_begin; j < t_end; ++j) {
+        const int stage = static_cast<int>((j - t_begin) & 1);
+        // the n-th use of a stage (n = (j - t_begin) / 2) waits until every consumer has released
+        // use n - 1, the empty barrier's phase n - 1: parity (n & 1) ^ 1 (the first use passes at
+        // once: phase 0 is current, so the phase "before" it, parity 1, counts as completed)
+        mbar_wait(&empty[stage], static_cast<std::uint32_t>((((j - t_begin) >> 1) & 1) ^ 1));
+        load_kv(j, stage);
+      }
+    }
+    return;  // the consumers wait for every load on the full barriers: nothing is left in flight
   }
+  setmaxnreg_inc<kConsumerRegs>();
 
   FastRow st[2];
   const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x
@@ -103,13 +123,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   for (std::int64_t j = t_begin; j < t_end; ++j) {
     const int stage = static_cast<int>((j - t_begin) & 1);
-    // tile j + 1 goes to the other stage once every consumer has released that stage's previous
-    // use (tile j - 1): the n-th use (n = (j + 1 - t_begin) / 2) waits for the empty barrier's phase
-    // n - 1, i.e. parity (n & 1) ^ 1 (the first use passes: phase 0 is current, parity 1 "completed")
-    if (threadIdx.x == 0 && j + 1 < t_end) {
-      mbar_wait(&empty[stage ^ 1], static_cast<std::uint32_t>((((j + 1 - t_begin) >> 1) & 1) ^ 1));
-      load_kv(j + 1, stage ^ 1);
-    }
     if (j == t_begin) mbar_wait(&bar[0], 0);
     mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
     __syncwarp();  // wgmma's .sync.aligned needs the warp converged after the per-thread spin

@@ -46,4 +46,4 @@ cplab_v3_mutant(mbar_wait_q "    if (j == t_begin) mbar_wait(&bar[0], 0);\n" "")
 # (c) the empty barrier, both sides: a consumer that never releases its stage (the loader's wait
 # never ends: a deadlock), and a loader that refills a stage without waiting for its release
 cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "")
-cplab_v3_mutant(empty_wait "      mbar_wait(&empty[stage ^ 1], static_cast<std::uint32_t>((((j + 1 - t_begin) >> 1) & 1) ^ 1));\n" "")
+cplab_v3_mutant(empty_wait "        mbar_wait(&empty[stage], static_cast<std::uint32_t>((((j - t_begin) >> 1) & 1) ^ 1));\n" "")
