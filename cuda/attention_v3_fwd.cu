@@ -16,9 +16,10 @@
 // key ranges, are taken as in v2); attention sinks are folded in by v2's store_rows. Compiled for sm_90a when the build
 // targets 90 (CMake; otherwise the kernel body is empty and check_supported refuses v3); the
 // launcher refuses devices other than compute capability 9.0 with a cplab::Error.
+// Within a warpgroup, S of tile j + 1 is issued before O += P V of tile j, and the softmax of tile
+// j + 1 runs while that product does (wgmma_wait<1>: only S must have landed).
 // What it is not: all of FlashAttention-3: no overlap of one warpgroup's softmax with the other's
-// products (ping-pong) and no intra-warpgroup overlap of S of the next tile with the softmax of
-// this one; the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
+// products (ping-pong); the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
 // emulator, tests/cuda/emu).
 #include "attention_impl.cuh"
 #include "attention_tile.cuh"
@@ -121,42 +122,74 @@ __global__ void __launch_bounds__(kThreads, 1)
   float acc[D / 2];
   for (float& x : acc) x = 0.f;
 
-  for (std::int64_t j = t_begin; j < t_end; ++j) {
-    const int stage = static_cast<int>((j - t_begin) & 1);
-    if (j == t_begin) mbar_wait(&bar[0], 0);
-    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
+  // the consumer's three pieces: wait for a stage, issue S = Q K^T (this warpgroup's 64 rows x 128
+  // keys) on it, and mask + online softmax of S (attention_tile.cuh: the register convention is v2's)
+  auto wait_full = [&](std::int64_t j) {
+    mbar_wait(&bar[1 + ((j - t_begin) & 1)], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));
     __syncwarp();  // wgmma's .sync.aligned needs the warp converged after the per-thread spin
-
-    // S = Q K^T: this warpgroup's 64 rows x 128 keys
-    float s[kBc / 2];
-    for (float& x : s) x = 0.f;
-    fence_operands(s);
+  };
+  auto issue_s = [&](float (&sc)[kBc / 2], int stage) {
+    for (float& x : sc) x = 0.f;
+    fence_operands(sc);
     wgmma_fence();
     for (int k = 0; k < D / 16; ++k)
-      wgmma_ss<kBc, T>(s, wgmma::desc_k_major(sbase, kBr, 64 * wg, k), wgmma::desc_k_major(sbase + S::k_at(stage), kBc, 0, k));
+      wgmma_ss<kBc, T>(sc, wgmma::desc_k_major(sbase, kBr, 64 * wg, k), wgmma::desc_k_major(sbase + S::k_at(stage), kBc, 0, k));
     wgmma_commit();
-    wgmma_wait<0>();
-    fence_operands(s);
-
-    // scale, mask, online softmax (attention_tile.cuh: the register convention is v2's)
+  };
+  auto softmax_s = [&](float (&sc)[kBc / 2], std::int64_t j, float (&alpha)[2]) {
     const std::int64_t t0 = j * kBc;
-    float alpha[2];
-    if (!bk.full(t0, kBc, P.sk)) mask_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, kr, t0, tg);
-    softmax_tile<kBc / 2>([&](int e) -> float& { return s[e]; }, st, c, alpha);
-    for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
-    std::uint32_t pa[kBc / 16][4];  // wgmma::p_from_s: register r of key slice k is S's 8k + 2r, 8k + 2r + 1
-    for (int e = 0; e < kBc / 2; e += 2) pa[e / 8][(e % 8) / 2] = pack2<T>(s[e], s[e + 1]);
+    if (!bk.full(t0, kBc, P.sk)) mask_tile<kBc / 2>([&](int e) -> float& { return sc[e]; }, kr, t0, tg);
+    softmax_tile<kBc / 2>([&](int e) -> float& { return sc[e]; }, st, c, alpha);
+  };
+  // wgmma::p_from_s: register r of key slice k is S's 8k + 2r, 8k + 2r + 1
+  auto pack_p = [&](const float (&sc)[kBc / 2], std::uint32_t (&pa)[kBc / 16][4]) {
+    for (int e = 0; e < kBc / 2; e += 2) pa[e / 8][(e % 8) / 2] = pack2<T>(sc[e], sc[e + 1]);
+  };
 
+  if (t_begin < t_end) {
+    float s[kBc / 2], alpha[2];
+    std::uint32_t pa[kBc / 16][4];
+    mbar_wait(&bar[0], 0);
+    wait_full(t_begin);
+    issue_s(s, 0);
+    wgmma_wait<0>();  // S of the first tile
+    fence_operands(s);
+    softmax_s(s, t_begin, alpha);  // (O is still 0: its rescale is skipped)
+    pack_p(s, pa);
     // O += P V: P from registers, V (keys x D) as an MN-major operand
-    fence_operands(acc);
-    fence_operands(pa);
-    wgmma_fence();
-    for (int k = 0; k < kBc / 16; ++k) wgmma_rs<D, T>(acc, pa[k], wgmma::desc_mn_major(sbase + S::v_at(stage), kBc, k));
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_operands(acc);
-    fence_operands(pa);  // P's registers stay untouched until the product has read them
-    mbar_arrive(&empty[stage]);  // this thread is done with the stage: once all are, the loader may refill it
+    auto issue_pv = [&](int stage) {
+      fence_operands(acc);
+      fence_operands(pa);
+      wgmma_fence();
+      for (int k = 0; k < kBc / 16; ++k) wgmma_rs<D, T>(acc, pa[k], wgmma::desc_mn_major(sbase + S::v_at(stage), kBc, k));
+      wgmma_commit();
+    };
+    auto retire_pv = [&](int stage) {
+      fence_operands(acc);
+      fence_operands(pa);  // P's registers stay untouched until the product has read them
+      mbar_arrive(&empty[stage]);  // this thread is done with the stage: once all are, the producer may refill it
+    };
+    // one tile per iteration, the last one after the loop: S of tile j + 1 is issued before
+    // O += P V of tile j, so tile j + 1's softmax runs while that product does (FlashAttention-3's
+    // intra-warpgroup overlap); no branch between a product's issue and its wait, so ptxas can
+    // keep the wgmma pipeline
+    std::int64_t j = t_begin;
+    for (; j + 1 < t_end; ++j) {
+      const int stage = static_cast<int>((j - t_begin) & 1);
+      wait_full(j + 1);
+      issue_s(s, stage ^ 1);  // s's values are in pa already
+      issue_pv(stage);
+      wgmma_wait<1>();  // S of tile j + 1 has landed (the older group); O += P V may still run
+      fence_operands(s);
+      softmax_s(s, j + 1, alpha);  // the row max and sum move on; O is rescaled once its product is done
+      wgmma_wait<0>();  // O += P V of tile j has landed
+      retire_pv(stage);
+      for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
+      pack_p(s, pa);
+    }
+    issue_pv(static_cast<int>((j - t_begin) & 1));
+    wgmma_wait<0>();  // O += P V of the last tile has landed
+    retire_pv(static_cast<int>((j - t_begin) & 1));
   }
 
   store_rows<D>(st, scale, row, P.sq, P.h, i, tg, [&](int e) -> float& { return acc[e]; }, o, lse, sinks);

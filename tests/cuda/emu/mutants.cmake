@@ -37,13 +37,15 @@ function(cplab_v3_mutant name cut keep)
   set_tests_properties(kernel_emulation_mutant_${name} PROPERTIES LABELS cuda TIMEOUT 300)
 endfunction()
 
-# (a) a wgmma wait: S read before its product lands; O's products never waited for
-cplab_v3_mutant(wgmma_wait_s "    wgmma_wait<0>();\n    fence_operands(s);\n" "    fence_operands(s);\n")
-cplab_v3_mutant(wgmma_wait_o "    wgmma_wait<0>();\n    fence_operands(acc);\n" "    fence_operands(acc);\n")
+# (a) a wgmma wait: S (of the first tile, of the next tile) read before its product lands; O's
+# products never waited for
+cplab_v3_mutant(wgmma_wait_s0 "    wgmma_wait<0>();  // S of the first tile\n" "")
+cplab_v3_mutant(wgmma_wait_s "      wgmma_wait<1>();  // S of tile j + 1 has landed (the older group); O += P V may still run\n" "")
+cplab_v3_mutant(wgmma_wait_o "      wgmma_wait<0>();  // O += P V of tile j has landed\n" "")
 # (b) an mbarrier wait: a K/V stage, and Q, read before TMA has written it
-cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "")
-cplab_v3_mutant(mbar_wait_q "    if (j == t_begin) mbar_wait(&bar[0], 0);\n" "")
+cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + ((j - t_begin) & 1)], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "    (void)j;\n")
+cplab_v3_mutant(mbar_wait_q "    mbar_wait(&bar[0], 0);\n" "")
 # (c) the empty barrier, both sides: a consumer that never releases its stage (the loader's wait
 # never ends: a deadlock), and a loader that refills a stage without waiting for its release
-cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "")
+cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "    (void)stage;")
 cplab_v3_mutant(empty_wait "        mbar_wait(&empty[stage], static_cast<std::uint32_t>((((j - t_begin) >> 1) & 1) ^ 1));\n" "")
