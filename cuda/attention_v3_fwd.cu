@@ -17,9 +17,11 @@
 // targets 90 (CMake; otherwise the kernel body is empty and check_supported refuses v3); the
 // launcher refuses devices other than compute capability 9.0 with a cplab::Error.
 // Within a warpgroup, S of tile j + 1 is issued before O += P V of tile j, and the softmax of tile
-// j + 1 runs while that product does (wgmma_wait<1>: only S must have landed).
-// What it is not: all of FlashAttention-3: no overlap of one warpgroup's softmax with the other's
-// products (ping-pong); the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
+// j + 1 runs while that product does (wgmma_wait<1>: only S must have landed); between the two
+// consumer warpgroups, named barriers make them issue their products by turns (ping-pong), so one's
+// softmax overlaps the other's GEMMs. Blocks run the last query rows first (longest first, causal).
+// What it is not: all of FlashAttention-3 (no cluster multicast, no FP8, no intra-tile pipelining of
+// the O rescale); the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
 // emulator, tests/cuda/emu).
 #include "attention_impl.cuh"
 #include "attention_tile.cuh"
@@ -41,6 +43,13 @@ namespace {
 // rise to 240 (24 + 2 x 240 = 504 = 3 x 168: the block's registers exactly, as FlashAttention-3)
 constexpr int kBr = 128, kBc = 128, kConsumers = 2, kConsumerThreads = 128 * kConsumers,
               kThreads = kConsumerThreads + 128, kProducerRegs = 24, kConsumerRegs = 240;
+// ping-pong: named barrier kTurn0 + w (w = 0, 1; 0 is __syncthreads') is consumer warpgroup w's
+// turn to issue its products; it syncs there (128 threads) and the other warpgroup's arrive (128)
+// completes it, so the two warpgroups issue their GEMMs by turns and one's softmax runs while the
+// other's products do. Per warpgroup, T key tiles are T + 1 turns (the first S, then S of tile
+// j + 1 with O += P V of tile j, then the last O += P V): warpgroup 1 hands over once before its
+// first turn and not after its last, so every barrier gets exactly the arrivals its syncs need.
+constexpr int kTurn0 = 1;
 
 struct Dims {
   std::int64_t sq, sk, h, hk;
@@ -74,7 +83,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, lane = tid % 32;
   const int tg = mma::thread_in_group(lane);
-  const std::int64_t q0 = static_cast<std::int64_t>(blockIdx.x) * kBr, i = blockIdx.y, kh = i / (P.h / P.hk);
+  // longest first: the blocks of the last query rows (under a causal mask the ones with the most key
+  // tiles) get the lowest block indices, which the hardware tends to start first
+  const std::int64_t q0 = static_cast<std::int64_t>(gridDim.x - 1 - blockIdx.x) * kBr, i = blockIdx.y,
+                     kh = i / (P.h / P.hk);
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < 3; ++b) mbar_init(&bar[b], 1);  // one arrival (the loader's expect_tx) + the bytes
@@ -151,7 +163,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     std::uint32_t pa[kBc / 16][4];
     mbar_wait(&bar[0], 0);
     wait_full(t_begin);
+    if (wg == 1) named_barrier_arrive(kTurn0, kConsumerThreads);  // warpgroup 0 issues first
+    named_barrier_sync(kTurn0 + wg, kConsumerThreads);              // ping-pong: this warpgroup's turn
     issue_s(s, 0);
+    named_barrier_arrive(kTurn0 + (wg ^ 1), kConsumerThreads);      // the other's turn
     wgmma_wait<0>();  // S of the first tile
     fence_operands(s);
     softmax_s(s, t_begin, alpha);  // (O is still 0: its rescale is skipped)
@@ -177,8 +192,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (; j + 1 < t_end; ++j) {
       const int stage = static_cast<int>((j - t_begin) & 1);
       wait_full(j + 1);
+      named_barrier_sync(kTurn0 + wg, kConsumerThreads);
       issue_s(s, stage ^ 1);  // s's values are in pa already
       issue_pv(stage);
+      named_barrier_arrive(kTurn0 + (wg ^ 1), kConsumerThreads);
       wgmma_wait<1>();  // S of tile j + 1 has landed (the older group); O += P V may still run
       fence_operands(s);
       softmax_s(s, j + 1, alpha);  // the row max and sum move on; O is rescaled once its product is done
@@ -187,7 +204,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < D / 2; ++e) acc[e] *= alpha[(e >> 1) & 1];
       pack_p(s, pa);
     }
+    named_barrier_sync(kTurn0 + wg, kConsumerThreads);
     issue_pv(static_cast<int>((j - t_begin) & 1));
+    // warpgroup 1's last turn is not handed on: warpgroup 0 has none left, and an arrival nobody
+    // syncs on would stay on the barrier
+    if (wg == 0) named_barrier_arrive(kTurn0 + 1, kConsumerThreads);
     wgmma_wait<0>();  // O += P V of the last tile has landed
     retire_pv(static_cast<int>((j - t_begin) & 1));
   }

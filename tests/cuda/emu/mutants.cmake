@@ -8,7 +8,9 @@
 # not 0 and either doctest's FAILURE or the emulator's abort (cplab_emu: ...) in its output
 # (emu/expect_failure.cmake). If the text to cut is no longer in the kernel (it was edited), the
 # mutant's test fails, naming the text: a mutation test that cannot silently pass.
-# What it is not: a general mutation tester (hand-picked cuts, the issue's list).
+# What it is not: a general mutation tester (hand-picked cuts, the issue's list). A mutant whose
+# cut leaves a variable unused keeps a `(void)x;` so it still compiles under -Werror. The test
+# runs whatever executable the last build left: build the mutant targets before ctest.
 set(_v3_src ${_cuda}/attention_v3_fwd.cu)
 file(READ ${_v3_src} _v3)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_v3_src})
@@ -49,3 +51,7 @@ cplab_v3_mutant(mbar_wait_q "    mbar_wait(&bar[0], 0);\n" "")
 # never ends: a deadlock), and a loader that refills a stage without waiting for its release
 cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "    (void)stage;")
 cplab_v3_mutant(empty_wait "        mbar_wait(&empty[stage], static_cast<std::uint32_t>((((j - t_begin) >> 1) & 1) ^ 1));\n" "")
+# (d) the ping-pong's named barrier: a warpgroup that takes its turn without waiting for it leaves
+# the turns unbalanced (a sync that never completes, or arrivals left on a barrier at the end)
+cplab_v3_mutant(pingpong_sync "      named_barrier_sync(kTurn0 + wg, kConsumerThreads);\n      issue_s(s, stage ^ 1);" "      issue_s(s, stage ^ 1);")
+cplab_v3_mutant(pingpong_last "    if (wg == 0) named_barrier_arrive(kTurn0 + 1, kConsumerThreads);" "    named_barrier_arrive(kTurn0 + 1, kConsumerThreads);")
