@@ -20,8 +20,8 @@
 // j + 1 runs while that product does (wgmma_wait<1>: only S must have landed); between the two
 // consumer warpgroups, named barriers make them issue their products by turns (ping-pong), so one's
 // softmax overlaps the other's GEMMs. Blocks run the last query rows first (longest first, causal).
-// What it is not: all of FlashAttention-3 (no cluster multicast, no FP8, no intra-tile pipelining of
-// the O rescale); the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
+// What it is not: FlashAttention-3 in every detail (no cluster multicast, no FP8, two K/V stages,
+// O rescaled after its product rather than before the next one is issued); the backward of kernel v3 is v2's (attention.h). Never run on a GPU (only on the CPU
 // emulator, tests/cuda/emu).
 #include "attention_impl.cuh"
 #include "attention_tile.cuh"
