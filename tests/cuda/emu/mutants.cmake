@@ -10,7 +10,7 @@
 # mutant's test fails, naming the text: a mutation test that cannot silently pass.
 # What it is not: a general mutation tester (hand-picked cuts, the issue's list). A mutant whose
 # cut leaves a variable unused keeps a `(void)x;` so it still compiles under -Werror. The test
-# runs whatever executable the last build left: build the mutant targets before ctest.
+# fails, naming the cause, when the mutant's executable is older than its source (a stale build).
 set(_v3_src ${_cuda}/attention_v3_fwd.cu)
 file(READ ${_v3_src} _v3)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_v3_src})
@@ -35,7 +35,7 @@ function(cplab_v3_mutant name cut keep)
                               PROPERTIES COMPILE_OPTIONS "-Wno-unknown-pragmas;-Wno-sign-compare")
   add_test(NAME kernel_emulation_mutant_${name}
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:cplab_kernel_emu_mutant_${name}> "-DARGS=-tc=emulated kernel v3*"
-                   -P ${_emu}/expect_failure.cmake)
+                   -DSRC=${_dir}/attention_v3_fwd.cu -P ${_emu}/expect_failure.cmake)
   set_tests_properties(kernel_emulation_mutant_${name} PROPERTIES LABELS cuda TIMEOUT 300)
 endfunction()
 
