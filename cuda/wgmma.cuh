@@ -3,15 +3,15 @@
 // What it is: wgmma.mma_async m64nNk16 with fp32 accumulators for bf16 and fp16 (A from a shared
 // memory descriptor or from registers, B from a descriptor), its fence / commit / wait, the
 // operand fence that keeps the compiler from moving accumulator reads across an asynchronous
-// product, mbarrier init / expect-tx / wait (the wait gives up with a trap after 10 s, so a load
+// product, mbarrier init / arrive / expect-tx / wait (the wait gives up with a trap after 10 s, so a load
 // that never lands is a kernel error, not a hang), and the TMA tile load cp.async.bulk.tensor.3d;
-// for warp-specialised kernels (FlashAttention-3's producer warp and ping-pong; kernel v3 uses none
-// of them yet) named barriers (bar.sync / bar.arrive) and setmaxnreg.inc / .dec. Which descriptor
+// for warp-specialised kernels (FlashAttention-3's producer warpgroup and ping-pong, as kernel v3)
+// named barriers (bar.sync / bar.arrive) and setmaxnreg.inc / .dec. Which descriptor
 // and register hold what is wgmma_layout.h (tested on the CPU). Under CPLAB_EMULATE (g++,
 // tests/cuda/emu) every instruction here is the host emulation's (emulation_seam.h: wgmma_emu.h,
 // tma_emu.h, sync_emu.h) and only mbar_wait's loop is this file's.
 // What it is not: usable below sm_90a (its one caller emits them only under
-// __CUDA_ARCH_FEAT_SM90_ALL), or a warp-specialised pipeline (the kernel's to build).
+// __CUDA_ARCH_FEAT_SM90_ALL), or a pipeline (attention_v3_fwd.cu builds one from these).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a type only: nothing here calls the driver)
@@ -110,6 +110,10 @@ __device__ __forceinline__ void mbar_init_fence() {
 // one arrival that also announces `bytes` more bytes the phase must receive before it completes
 __device__ __forceinline__ void mbar_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// one plain arrival (no bytes announced): a consumer releasing a stage to the loader
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 __device__ __forceinline__ std::uint64_t global_ns() {
   std::uint64_t t;

@@ -8,7 +8,9 @@
 # not 0 and either doctest's FAILURE or the emulator's abort (cplab_emu: ...) in its output
 # (emu/expect_failure.cmake). If the text to cut is no longer in the kernel (it was edited), the
 # mutant's test fails, naming the text: a mutation test that cannot silently pass.
-# What it is not: a general mutation tester (three hand-picked cuts, the issue's list).
+# What it is not: a general mutation tester (hand-picked cuts, the issue's list). A mutant whose
+# cut leaves a variable unused keeps a `(void)x;` so it still compiles under -Werror. The test
+# fails, naming the cause, when the mutant's executable is older than its source (a stale build).
 set(_v3_src ${_cuda}/attention_v3_fwd.cu)
 file(READ ${_v3_src} _v3)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_v3_src})
@@ -33,15 +35,23 @@ function(cplab_v3_mutant name cut keep)
                               PROPERTIES COMPILE_OPTIONS "-Wno-unknown-pragmas;-Wno-sign-compare")
   add_test(NAME kernel_emulation_mutant_${name}
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:cplab_kernel_emu_mutant_${name}> "-DARGS=-tc=emulated kernel v3*"
-                   -P ${_emu}/expect_failure.cmake)
+                   -DSRC=${_dir}/attention_v3_fwd.cu -P ${_emu}/expect_failure.cmake)
   set_tests_properties(kernel_emulation_mutant_${name} PROPERTIES LABELS cuda TIMEOUT 300)
 endfunction()
 
-# (a) a wgmma wait: S read before its product lands; O's products never waited for
-cplab_v3_mutant(wgmma_wait_s "    wgmma_wait<0>();\n    fence_operands(s);\n" "    fence_operands(s);\n")
-cplab_v3_mutant(wgmma_wait_o "    wgmma_wait<0>();\n    fence_operands(acc);\n" "    fence_operands(acc);\n")
+# (a) a wgmma wait: S (of the first tile, of the next tile) read before its product lands; O's
+# products never waited for
+cplab_v3_mutant(wgmma_wait_s0 "    wgmma_wait<0>();  // S of the first tile\n" "")
+cplab_v3_mutant(wgmma_wait_s "      wgmma_wait<1>();  // S of tile j + 1 has landed (the older group); O += P V may still run\n" "")
+cplab_v3_mutant(wgmma_wait_o "      wgmma_wait<0>();  // O += P V of tile j has landed\n" "")
 # (b) an mbarrier wait: a K/V stage, and Q, read before TMA has written it
-cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + stage], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "")
-cplab_v3_mutant(mbar_wait_q "    if (j == t_begin) mbar_wait(&bar[0], 0);\n" "")
-# (c) the __syncthreads that releases a stage: thread 0 refills it while the other warpgroup still reads it
-cplab_v3_mutant(syncthreads "    __syncthreads();  // every warpgroup is done with this stage: thread 0 may refill it\n" "")
+cplab_v3_mutant(mbar_wait_kv "    mbar_wait(&bar[1 + ((j - t_begin) & 1)], static_cast<std::uint32_t>(((j - t_begin) >> 1) & 1));\n" "    (void)j;\n")
+cplab_v3_mutant(mbar_wait_q "    mbar_wait(&bar[0], 0);\n" "")
+# (c) the empty barrier, both sides: a consumer that never releases its stage (the loader's wait
+# never ends: a deadlock), and a loader that refills a stage without waiting for its release
+cplab_v3_mutant(empty_arrive "    mbar_arrive(&empty[stage]);" "    (void)stage;")
+cplab_v3_mutant(empty_wait "        mbar_wait(&empty[stage], static_cast<std::uint32_t>((((j - t_begin) >> 1) & 1) ^ 1));\n" "")
+# (d) the ping-pong's named barrier: a warpgroup that takes its turn without waiting for it leaves
+# the turns unbalanced (a sync that never completes, or arrivals left on a barrier at the end)
+cplab_v3_mutant(pingpong_sync "      named_barrier_sync(kTurn0 + wg, kConsumerThreads);\n      issue_s(s, stage ^ 1);" "      issue_s(s, stage ^ 1);")
+cplab_v3_mutant(pingpong_last "    if (wg == 0) named_barrier_arrive(kTurn0 + 1, kConsumerThreads);" "    named_barrier_arrive(kTurn0 + 1, kConsumerThreads);")

@@ -1,5 +1,5 @@
 // sync_emu.h: cuda/wgmma.cuh's named barriers and setmaxnreg emulated on the host, for
-// warp-specialised kernels run by emu.h (kernel v3 uses neither yet; test_emu_hopper.cpp checks the
+// warp-specialised kernels run by emu.h (kernel v3's ping-pong and producer; test_emu_hopper.cpp checks the
 // model on tiny kernels). cuda/wgmma.cuh takes these in place of its inline PTX under CPLAB_EMULATE.
 //
 // What it models (PTX ISA "bar, barrier", "setmaxnreg"):
@@ -7,7 +7,8 @@
 //                   barrier, modelled only with n = the block size); n a positive multiple of 32,
 //                   at most the block size, the same for every arrival of one phase (checked); a
 //                   phase completes when n threads have arrived, then the barrier starts afresh.
-//                   sync waits for the phase it arrived in; arrive does not wait. Arrivals are
+//                   sync waits for the phase it arrived in; arrive does not wait. A block
+//                   that ends with arrivals on a phase that never completed aborts (cplab's rule). Arrivals are
 //                   counted per thread: that all 32 lanes of a warp execute it is not checked.
 //   setmaxnreg.inc / .dec N   N in 24..256, a multiple of 8 (checked); the block a whole number of
 //                   warpgroups; every thread of the warpgroup must execute the same one (checked),
@@ -23,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "emu.h"
@@ -47,8 +49,19 @@ inline void sync_block_start() {
   wg_regs.assign((blockDim.x + 127) / 128, WgRegs{r, 0, 0, false, 0});
   reg_pool = 0;
 }
+// cplab's rule, stricter than the ISA (which leaves it undefined): a block ends with no named
+// barrier holding arrivals of a phase that never completed (an unbalanced arrive / sync protocol)
+inline void sync_block_end() {
+  for (size_t id = 1; id < named_bars.size(); ++id)
+    if (named_bars[id].arrived != 0) {
+      std::fprintf(stderr, "cplab_emu: block (%u, %u): named barrier %zu ends with %d of %d arrivals (a phase never completed)\n",
+                   blockIdx.x, blockIdx.y, id, named_bars[id].arrived, named_bars[id].count);
+      std::abort();
+    }
+}
 inline const bool sync_hooked = [] {
   hooks().block_start.push_back(sync_block_start);
+  hooks().block_end.push_back(sync_block_end);
   return true;
 }();
 

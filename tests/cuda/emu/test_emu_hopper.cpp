@@ -154,7 +154,7 @@ TEST_CASE("emulator: named barriers hand a buffer from a producer warpgroup to a
         } else {
           named_barrier_sync(1, 256);
           if (threadIdx.x == 128) seen.push_back(buf[0]);
-          named_barrier_arrive(2, 256);
+          if (r < 5) named_barrier_arrive(2, 256);  // no round after the last: an arrival left on a barrier aborts
         }
       }
     });

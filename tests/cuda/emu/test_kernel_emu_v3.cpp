@@ -7,9 +7,10 @@
 // a causal sliding window / chunks, with and without attention sinks; sizes ragged in both sq (a block's rows beyond sq: TMA's
 // zero fill) and sk (the last key tile partly beyond sk), 3 to 5 key tiles so both TMA stages are
 // refilled; TMA copies landing at issue (immediate) and only when needed (deferred); each case
-// under two scheduler seeds (CPLAB_EMU_SEED=n adds n to them). The emulation makes a missing wgmma wait, mbarrier wait or
-// __syncthreads fail these cases (tests/cuda/emu/mutants.cmake builds such mutants and expects
-// them to fail).
+// under two scheduler seeds (CPLAB_EMU_SEED=n adds n to them). The emulation makes a missing wgmma
+// wait, full or empty mbarrier wait or arrive, or ping-pong named barrier fail these cases
+// (tests/cuda/emu/mutants.cmake builds such mutants and expects them to fail); the kernel's
+// setmaxnreg 24 / 240 is checked against the block's register pool (sync_emu.h).
 // What it is not: a GPU test (the emulation's headers say what it cannot see), or v3's backward
 // (v2's, tested by test_kernel_emu.cpp).
 #include <doctest/doctest.h>

@@ -8,6 +8,7 @@
 //                       2^20 - 1, pending count = expected, tx-count 0, phase 0. Its state is kept
 //                       aside; its 8 bytes hold a tag, and any use of an address without the tag
 //                       (never initialised, or overwritten since) aborts.
+//   arrive              one arrival (no bytes).
 //   arrive.expect_tx    tx-count += bytes, then one arrival. A phase completes when its pending
 //                       count and its tx-count are both 0: the phase number advances, the pending
 //                       count is reset. An arrival on a phase with no arrival left aborts.
@@ -34,7 +35,7 @@
 //                       of 16 and <= 128 under the 128-byte swizzle, element strides 1, no
 //                       interleave; breaking one returns CUDA_ERROR_INVALID_VALUE (as the driver).
 // What it is not: multicast, clusters, im2col, stores or reductions to global memory, the L2
-// promotion (ignored), arrive without expect_tx or arrival counts other than the ones v3 uses, or
+// promotion (ignored), remote (cluster) arrivals, arrive's returned state, or
 // the memory model (every completed write is visible to every thread at once).
 #pragma once
 
@@ -194,6 +195,14 @@ inline void mbar_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
   if (m.pending == 0) fail("mbarrier.arrive: no arrival left in the current phase");
   m.tx += bytes;
   if (m.tx > (std::int64_t{1} << 20) - 1) fail("mbarrier tx-count above 2^20 - 1");
+  --m.pending;
+  mbar_advance(m);
+}
+inline void mbar_arrive(std::uint64_t* bar) {
+  using namespace cplab_emu;
+  yield();
+  MBar& m = mbar_at(bar);
+  if (m.pending == 0) fail("mbarrier.arrive: no arrival left in the current phase");
   --m.pending;
   mbar_advance(m);
 }
