@@ -244,6 +244,12 @@ np.save(path("sink_per_rank", "lse.npy"), lse_p)
 check("sink on every rank", [*SPEC, "--sinks", *IN_S, "--outputs", path("sink_per_rank")], 1,
       "NOT equivalent: attention sink counted on every rank: cp = 4 times per row instead of once (each rank added exp(s_h) "
       "to its result before they were combined)")
+# the same with O alone (no LSE): each token's count is then read off O's size
+os.makedirs(path("sink_per_rank_o"))
+shutil.copy(path("sink_per_rank", "o.npy"), path("sink_per_rank_o", "o.npy"))
+check("sink on every rank, O only", [*SPEC, "--sinks", *IN_S, "--outputs", path("sink_per_rank_o")], 1,
+      "NOT equivalent: attention sink counted on every rank: cp = 4 times per row instead of once (each rank added exp(s_h) "
+      "to its result before they were combined)")
 shutil.copytree(path("out_sinks"), path("dsinks_sign"))
 np.save(path("dsinks_sign", "dsinks.npy"), -np.load(path("out_sinks", "dsinks.npy")))
 check("d s_h wrong sign", [*SPEC, "--sinks", *IN_S, "--outputs", path("dsinks_sign")], 1,
