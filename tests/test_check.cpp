@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "check/check.h"
+#include "check_claimed.h"
 #include "check_faults.h"
 #include "core/rel_error.h"
 #include "core/util.h"
@@ -78,20 +79,6 @@ std::vector<Config> configs() {
       {"p2p contiguous causal chunk 12 cp 4 seq 64", chunked(fields(Mode::p2p, Layout::contiguous, 4, 64, true), 12)},
       {"allgather zigzag causal cp 2 packed 0,7,29,40", packed_ag},
   };
-}
-
-// the claimed outputs of `outs`, saved as `dtype`
-CheckData claimed(const Inputs& in, const Outs& outs, NpyDtype dtype) {
-  CheckData d;
-  d.in = in;
-  d.inputs_dir = d.outputs_dir = "(test)";
-  for (int t = 0; t < kCheckTensors; ++t) {
-    d.out[sz(t)].present = outs[sz(t)].n > 0;
-    d.out[sz(t)].dtype = dtype;
-    d.out[sz(t)].source = "(test)";
-    d.out[sz(t)].x = outs[sz(t)];
-  }
-  return d;
 }
 
 std::string fmt4(double x) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/sinks.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -72,19 +73,16 @@ void check_dsinks(const CheckContext& c, const std::vector<double>& dref, const 
   for (double& x : times) x *= static_cast<double>(s.P());
   faults.emplace_back("d s_h with the wrong sign (+sum exp(s_h - LSE) (dO . O) instead of -)", neg);
   if (s.P() > 1) faults.emplace_back("d s_h counted cp = " + num(s.P()) + " times (every rank added the whole sum)", times);
-  // each rank's own rows' part: -sum over its rows exp(s_h - LSE) (dO . O), from the reference's O and LSE
-  const Tensor3<double>& o = c.ref[idx(CheckTensor::o)];
-  const Tensor3<double>& lse = c.ref[idx(CheckTensor::lse)];
+  // each rank's own rows' part: core/sinks.h sink_grad over its rows, from the reference's O and LSE
   for (index_t r = 0; r < s.P() && s.P() > 1; ++r) {
+    const std::vector<index_t> rows = s.partition().indices(r);
+    const Tensor3<double> o = gather(c.ref[idx(CheckTensor::o)], rows), dout = gather(c.data.in.dout, rows);
+    const Tensor3<double> l = gather(c.ref[idx(CheckTensor::lse)], rows);  // (n, h, 1)
+    Rows<double> lse_rows(s.h(), l.n);
+    for (index_t t = 0; t < l.n; ++t)
+      for (index_t i = 0; i < s.h(); ++i) lse_rows(i, t) = l.at(t, i, 0);
     std::vector<double> part(sz(s.h()), 0.0);
-    for (index_t g2 : s.partition().indices(r))
-      for (index_t i = 0; i < s.h(); ++i) {
-        const double L = lse.at(g2, i, 0);
-        if (!std::isfinite(L)) continue;
-        double dot = 0;
-        for (index_t e = 0; e < s.dv(); ++e) dot += c.data.in.dout.at(g2, i, e) * o.at(g2, i, e);
-        part[sz(i)] -= std::exp(c.data.in.sinks[sz(i)] - L) * dot;
-      }
+    sink_grad<double>(o.view(), dout.view(), rows_view(static_cast<const Rows<double>&>(lse_rows)), c.data.in.sinks.data(), part.data());
     faults.emplace_back("d s_h of rank " + num(r) + "'s rows only (the ranks' parts were never added up)", part);
   }
   for (const auto& [name, p] : faults)

@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "check/hypotheses.h"
+#include "core/softmax_rules.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -139,7 +140,7 @@ void sink_hypotheses(CheckContext& c) {
         continue;
       }
       const double si = sinks[sz(i)], kk = static_cast<double>(k[sz(g)]);
-      const double lk = kk > 0 ? std::max(L, si + std::log(kk)) + std::log1p(std::exp(-std::abs(L - si - std::log(kk)))) : L;
+      const double lk = kk > 0 ? lse_merge(L, si + std::log(kk)) : L;  // log(exp(L) + k exp(s_h))
       f.lse.at(g, i, 0) = lk;
       for (index_t e = 0; e < s.dv(); ++e) f.o.at(g, i, e) = ro.at(g, i, e) * std::exp(lse - lk);  // O_0 exp(L - LSE_k)
     }

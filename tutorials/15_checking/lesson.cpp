@@ -17,12 +17,14 @@
 #include <cstdio>
 #include <string>
 
+#include "../../tests/check_claimed.h"
 #include "../../tests/check_faults.h"
 #include "check/check.h"
 #include "lesson.h"
 
 using namespace cplab;
 using namespace cplab::lesson;
+using cplab::test::claimed;
 using cplab::test::Outs;
 
 namespace {
@@ -32,19 +34,6 @@ std::string sci(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1e", x);
   return b;
-}
-
-// the claimed outputs: outs saved as dtype (what another implementation would hand over)
-CheckData claimed(const Inputs& in, const Outs& outs, NpyDtype dtype) {
-  CheckData d;
-  d.in = in;
-  d.inputs_dir = d.outputs_dir = "(lesson)";
-  for (int t = 0; t < kCheckTensors; ++t) {
-    ClaimedTensor& c = d.out[static_cast<size_t>(t)];
-    c.present = outs[static_cast<size_t>(t)].n > 0, c.dtype = dtype, c.source = "(lesson)";
-    c.x = outs[static_cast<size_t>(t)];
-  }
-  return d;
 }
 
 // the report's first line and its error table
