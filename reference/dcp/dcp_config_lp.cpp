@@ -1,10 +1,12 @@
 // dcp_config_lp.cpp: column generation over rank patterns (see dcp_config_lp.h).
 #include "dcp/dcp_config_lp.h"
 #include "core/util.h"
+#include "dcp/dcp_pattern_price.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
 
 namespace cplab {
 
@@ -17,7 +19,8 @@ constexpr int kGridShared = 512;  // the same on batches of more than kOwnWeight
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
-constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
+constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample, exact pricing
+constexpr int kCheap = 4000;  // greedy patterns at most for one T (exact pricing's batches)
 
 using Jobs = std::vector<std::vector<SizeOption>>;
 
@@ -250,6 +253,11 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   int added = 0;
   std::int64_t cells = 0;
   std::vector<double> stages;  // best_pattern's tables
+  PatternPricer exact;         // batches of at most kOwnWeights samples: exact pricing
+  double ptime = 0;
+  const auto price = [&](const std::vector<double>& pi, double T) {
+    return n <= kOwnWeights ? exact.best(jobs, pi, T, pattern, &ptime) : best_pattern(jobs, pi, T, grid, pattern, cells, stages);
+  };
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
     // the pattern of sample i alone at its smallest size c meeting T: pi_i / c <= 1 (again, tighter,
@@ -318,14 +326,27 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
     double center_sum = 0;
     {
       const std::vector<double> pi = to_pi(center);
-      const double V0 = best_pattern(jobs, pi, T, grid, pattern, cells, stages);
+      const double V0 = price(pi, T);
       if (!(V0 > 0)) return proven;
       for (double& x : center) x /= V0;
       for (double x : pi) center_sum += x / V0;
     }
+    int cheap = 0;  // greedy patterns added at this T
     for (int round = 0; round < kPerStep && added < kPatterns && center_sum <= limit; ++round) {
       if (tab.value <= limit) return proven;  // even the restricted LP cannot exceed N
       const std::vector<double> x = tab.weights();
+      if (n <= kOwnWeights && cheap < kCheap) {  // first a greedy pattern the LP's weights violate
+        const std::vector<double> pi = to_pi(x);
+        exact.greedy(jobs, pi, T, pattern, &ptime);
+        const std::vector<double> row = to_row(pattern);
+        double viol = 0;
+        for (size_t v = 0; v < nv; ++v) viol += row[v] * x[v];
+        if (viol > 1 + 1e-6) {  // added without pricing exactly: a round that does not count
+          if (!tab.add(row)) return proven;
+          ++cheap, --round;
+          continue;
+        }
+      }
       int cuts = 0;
       for (int attempt = 0; attempt < 2 && center_sum <= limit; ++attempt) {
         const double alpha = attempt == 0 ? 0.9 : 0.0;
@@ -333,7 +354,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
         const std::vector<double> pi = to_pi(query);
         double sum = 0;
         for (double y : pi) sum += y;
-        const double V = best_pattern(jobs, pi, T, grid, pattern, cells, stages);
+        const double V = price(pi, T);
         if (V > 0 && sum / V > center_sum) {
           center_sum = sum / V;
           for (size_t v = 0; v < nv; ++v) center[v] = query[v] / V;
@@ -341,7 +362,9 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
         const std::vector<double> row = to_row(pattern);
         double viol = 0;
         for (size_t v = 0; v < nv; ++v) viol += row[v] * x[v];
-        if (viol > 1 + kRelTol) {  // a pattern that cuts the LP's weights off
+        // a pattern that cuts the LP's weights off (and is a real one: the exact pricer's pattern
+        // may need more than T when it had to compress its lists)
+        if (viol > 1 + kRelTol && (n > kOwnWeights || ptime <= T)) {
           if (!tab.add(row)) return proven;
           ++cuts, ++added;
         }

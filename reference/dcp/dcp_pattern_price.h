@@ -1,0 +1,60 @@
+// dcp_pattern_price.h: the pricing problem of the rank-pattern LP, solved exactly.
+//
+// What it is: given weights pi_i >= 0 and a makespan T, the largest value sum_{(i, c) in P} pi_i / c
+// over the rank patterns P of dcp_config_lp.h (distinct samples, each at one size c it may use,
+// their times t(L_i, c) summing to at most T), and a pattern reaching it. A multiple-choice
+// knapsack with real times, solved without rounding by the list (Nemhauser-Ullmann) method: the
+// samples are taken longest first, and after each one the list holds the pareto-optimal partial
+// patterns (no other has less time and no less value), each extended by every size of the next
+// sample; a partial pattern is dropped when even the best completion it could have (the time left
+// times the best value per time of the samples still to come, and at most their summed best values)
+// cannot beat the best pattern found so far. Exact: V is the true maximum, every pattern it returns
+// is a real one (so the LP's proof needs no over-estimate).
+// Speed: on 64 samples of code_longtail the lists stay below a few hundred partial patterns; the
+// work is that size times the samples' sizes.
+// What it is not: fast for hundreds of samples of near-equal value per time (the lists grow);
+// dcp_config_lp.cpp keeps its rounded dynamic programme for batches of more than 96 samples.
+#pragma once
+
+#include <vector>
+
+#include "dcp/dcp_cost.h"
+
+namespace cplab {
+
+struct PatternPricer {
+  // jobs[i]: sample i's sizes, ascending c, times falling (dominated sizes dropped by the caller).
+  // Returns V and writes pattern[i] = 1 / c for the samples of the best pattern (0 elsewhere) and
+  // its time in *time (the sum of its t). Samples with pi_i <= 0 are left out.
+  double best(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
+              std::vector<double>& pattern, double* time);
+  // a real pattern of good value, not always the best (greedy by value per time): a cheap way
+  // to find a pattern the LP's weights violate; returns its value
+  double greedy(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
+                std::vector<double>& pattern, double* time);
+  // whether the last call had to merge states (then V is an over-estimate: still valid for the
+  // LP's proof, and the pattern it wrote may need slightly more than T)
+  bool compressed() const { return compressed_; }
+
+ private:
+  struct State {
+    double t, v;
+    int parent;  // index in the previous stage's list (-1: the empty pattern)
+    int option;  // the size taken of this stage's sample (-1: none)
+  };
+  std::vector<std::vector<State>> stages_;  // reused between calls
+  std::vector<State> merged_, shifted_, scratch_;
+  std::vector<size_t> order_;                         // [stage] sample
+  std::vector<std::vector<double>> seg_t_, seg_v_;    // [stage] the fractional bound's prefix sums
+  void build_bounds(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T);
+  double bound(size_t k, double cap) const;  // what stages k.. can add within time cap, at most
+  bool compressed_ = false;
+  struct Cand {
+    double e;
+    size_t i, o;
+  };
+  std::vector<Cand> cand_;
+  void compress(std::vector<State>& list, double u);
+};
+
+}  // namespace cplab
