@@ -1,19 +1,33 @@
 // attention_v2_fwd.cu: tier 1 forward attention, FlashAttention-2 style, with mma.sync tensor cores.
 //
-// What it is: one block per (64 query rows, head), 4 warps of 16 rows each. Q is staged once and
-// kept in registers as A fragments; K/V tiles of 64 keys are double-buffered in shared memory with
-// cp.async (the next tile loads while this one is computed); S = Q K^T and O += P V use
-// mma.sync.m16n8k16 (bf16/fp16 in, fp32 accumulate); P never leaves registers (the S accumulator
-// is repacked as the A operand, mma_layout.h). Each thread keeps softmax_rules.h's FastRow (the
-// kernels' exp2 fast path) for its two rows (g and g + 8 of its warp) with a partial l over its own
+// What it is: FA2's forward tile shapes: one block per (128 query rows, head), 4 warps of 32 rows
+// each (two m16 row tiles), key tiles of 64 (Flash_fwd_kernel_traits<128, 128, 64, 4>; d 64 takes
+// 128 x 64 too: with 128 x 128 tiles this kernel needs 255 registers and spills 16 bytes at d 64,
+// and 836 at d 128). Q (128 rows) and the K/V tiles, double-buffered with cp.async (the next tile
+// loads while this one is computed), sit in shared memory with rows padded by 16 bytes (ldmatrix
+// rows in different banks); S = Q K^T and O += P V use mma.sync.m16n8k16 (bf16/fp16 in, fp32
+// accumulate); P never leaves registers (the S accumulator is repacked as the A operand,
+// mma_layout.h). Why 32 rows per warp: each K or V fragment an ldmatrix brings in feeds both row
+// tiles (4 MMAs per ldmatrix.x4 instead of 2), so shared-memory loads per MMA fall from 0.5 (64-row
+// blocks, 16 rows per warp, Q in registers) to 0.3125: per 64-key tile and warp, Q K^T takes 2
+// ldmatrix of Q + 4 of K per k-slice for 16 MMAs and P V 1 ldmatrix of V per 4 MMAs, 80 for 256
+// (scripts/sass-report.sh counts the loop's LDSM + LDS per MMA: 0.586 -> 0.340 at d 128,
+// 0.609 -> 0.367 at d 64; before, the loop's 8 LDSM of Q ran only on its first tile). Q is read
+// from shared memory per k-slice, as FA2 does: at d 128, O (128 registers a thread) and S (64)
+// leave no room for Q's 64. For the same reason what a thread needs once per tile lives in shared
+// memory, not registers: its rows' online-softmax state (FastRow m, l) and the rows' key ranges
+// (boundary tiles only); the copies' addresses are one offset per thread (RowCopy); the result is
+// 255 registers at d 128 and 221 at d 64, no spills, no stack (ptxas, sm_90). Each thread holds 4
+// rows (g, g + 8, g + 16, g + 24 of its warp's 32: attention_tile.cuh's register convention with
+// R = 4) of softmax_rules.h's FastRow (the kernels' exp2 fast path) with a partial l over its own
 // columns; row maxima and l are combined across the 4 lanes of a row with shuffles. Masks: key
 // tiles no row of the block can see are never loaded; tiles every row sees in full skip the
 // per-element test; the others test each element against its row's key range (attention_tile.cuh
 // mask_tile), in a loop of their own before the full tiles' loop, so the steady state carries no
-// mask code. Shared-memory rows are padded by 16 bytes so the ldmatrix rows fall in different banks. Attention sinks (sinks != null): folded into each row as
-// it is stored (attention_tile.cuh store_rows).
-// What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or tuned on a
-// GPU yet (block sizes are FA2's defaults for these head dims).
+// mask code. Attention sinks (sinks != null): folded into each row as it is stored
+// (attention_tile.cuh store_rows).
+// What it is not: Hopper-native (wgmma + TMA is attention_v3_fwd.cu), or run, timed or tuned on a
+// GPU yet (the tile shapes are FA2's, the counts above are instructions, not cycles).
 #include "attention_impl.cuh"
 #include "attention_tile.cuh"
 #include "mma.cuh"
@@ -38,7 +52,8 @@ struct Dims {
 
 // Q (kBr rows), then K and V of stage 0 and 1 (kBc rows each), padded rows of kLd elements; then
 // the rows' softmax state between tiles (FastRow, [kRows][kThreads]), the rows' key ranges (int2,
-// [kBr]) and block_keys' 4 ints
+// [kBr]) and block_keys' 4 ints: 109,584 bytes at d 128, 60,432 at d 64 (64-row blocks took 87,056
+// and 46,096), above the 48 KB default (launch: allow_smem); two blocks fit in an H100 SM's 228 KB
 template <int D>
 struct Smem {
   static constexpr int kLd = D + 8;  // padded row (elements)
