@@ -66,7 +66,8 @@ struct Smem {
 };
 
 // One thread's share of the cp.async copies of a tile of rows r0, r0 + 1, ... of one head of x
-// (rows, heads, D) into shared memory (rows, kLd): its 16-byte chunk of rows first + it kStep.
+// (rows, heads, D) into shared memory (rows, kLd): 16-byte chunk t % kChunks of rows t / kChunks +
+// it kStep, t = threadIdx.x.
 // mma.cuh's load_tile_async recomputes each chunk's 64-bit address from (row, head); here the
 // thread's element offset is set up once per head (K and V share it: x, the tensor, is a kernel
 // parameter) and a tile adds r0 and kStep rows at a time, which keeps the copies' address
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
       std::uint32_t qa[kRowTiles][4];
       const mma::RC ra = mma::ldsm_a(lane);
       for (int m = 0; m < kRowTiles; ++m) ldsm_x4(qa[m], qs + (warp * kWarpRows + 16 * m + ra.row) * kLd + kk * 16 + ra.col);
-  #pragma unroll
+#pragma unroll
       for (int np = 0; np < kBc / 16; ++np) {
         std::uint32_t b[4];
         const mma::RC a = mma::ldsm_b_rows(lane);
