@@ -9,15 +9,16 @@
 // accumulate); P never leaves registers (the S accumulator is repacked as the A operand,
 // mma_layout.h). Why 32 rows per warp: each K or V fragment an ldmatrix brings in feeds both row
 // tiles (4 MMAs per ldmatrix.x4 instead of 2), so shared-memory loads per MMA fall from 0.5 (64-row
-// blocks, 16 rows per warp, Q in registers) to 0.3125: per 64-key tile and warp, Q K^T takes 2
-// ldmatrix of Q + 4 of K per k-slice for 16 MMAs and P V 1 ldmatrix of V per 4 MMAs, 80 for 256
-// (scripts/sass-report.sh counts the loop's LDSM + LDS per MMA: 0.586 -> 0.340 at d 128,
-// 0.609 -> 0.367 at d 64; before, the loop's 8 LDSM of Q ran only on its first tile). Q is read
-// from shared memory per k-slice, as FA2 does: at d 128, O (128 registers a thread) and S (64)
-// leave no room for Q's 64. For the same reason what a thread needs once per tile lives in shared
-// memory, not registers: its rows' online-softmax state (FastRow m, l) and the rows' key ranges
-// (boundary tiles only); the copies' addresses are one offset per thread (RowCopy); the result is
-// 255 registers at d 128 and 221 at d 64, no spills, no stack (ptxas, sm_90). Each thread holds 4
+// blocks, 16 rows per warp, Q in registers) to 0.3125 at d 128: per 64-key tile and warp, Q K^T
+// takes 2 ldmatrix of Q + 4 of K per k-slice for 16 MMAs, P V 1 ldmatrix of V per 4 MMAs, 80 for
+// 256. Q is read from shared memory per k-slice at d 128, as FA2 does: O (128 registers a thread)
+// and S (64) leave no room for Q's 64; at d 64 (O 64, S 64) Q's 32 fit and are loaded once, before
+// the loops: 0.25 (32 for 128). scripts/sass-report.sh counts the full-tile loop's LDSM + LDS per
+// MMA (the LDS: the row state, below): 0.586 -> 0.340 at d 128, 0.609 -> 0.305 at d 64 (before,
+// the loop's 8 LDSM of Q ran only on its first tile). What a thread needs once per tile lives in
+// shared memory, not registers: its rows' online-softmax state (FastRow m, l) and the rows' key
+// ranges (boundary tiles only); the copies' addresses are one offset per thread (RowCopy): 255
+// registers at d 128 and 241 at d 64, no spills, no stack (ptxas, sm_90). Each thread holds 4
 // rows (g, g + 8, g + 16, g + 24 of its warp's 32: attention_tile.cuh's register convention with
 // R = 4) of softmax_rules.h's FastRow (the kernels' exp2 fast path) with a partial l over its own
 // columns; row maxima and l are combined across the 4 lanes of a row with shuffles. Masks: key
@@ -155,12 +156,26 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
     return n < n_lead ? t_begin + n : n < n_masked ? f_end + (n - n_lead) : f_begin + (n - n_masked);
   };
 
+  // Q's A fragments: at d 64 they fit in registers beside O (64) and S (64): loaded once, before the
+  // loops; at d 128 (O 128, S 64) they are read from shared memory per k-slice, as FA2 does
+  constexpr bool kQRegs = D == 64;
+  std::uint32_t qf[kQRegs ? D / 16 : 1][kRowTiles][4];
+  const mma::RC ra = mma::ldsm_a(lane);
+  const auto load_q = [&](std::uint32_t (&qa)[kRowTiles][4], int kk) {
+    for (int m = 0; m < kRowTiles; ++m) ldsm_x4(qa[m], qs + (warp * kWarpRows + 16 * m + ra.row) * kLd + kk * 16 + ra.col);
+  };
   const RowCopy<D, kLd> kv_copy(P.hk, kh);  // K and V alike
   if (count > 0) {
     RowCopy<D, kLd>(P.h, i).template tile<kBr>(qs, q, q0, P.sq);
+    cp_async_commit();  // Q: a group of its own, waited for first at d 64
     kv_copy.template tile<kBc>(ks(0), k, static_cast<std::int64_t>(tile_at(0)) * kBc, P.sk);
     kv_copy.template tile<kBc>(vs(0), v, static_cast<std::int64_t>(tile_at(0)) * kBc, P.sk);
     cp_async_commit();
+    if constexpr (kQRegs) {
+      cp_async_wait<1>();
+      __syncthreads();
+      for (int kk = 0; kk < D / 16; ++kk) load_q(qf[kk], kk);
+    }
   }
   // one tile: tile j, in buffer buf (the n-th of the order in buffer n % 2), the next one (tile
   // j_next, unless last) loading into the other meanwhile
@@ -184,9 +199,12 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(const T* __restrict__ q, 
         for (float& x : a) x = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      std::uint32_t qa[kRowTiles][4];
-      const mma::RC ra = mma::ldsm_a(lane);
-      for (int m = 0; m < kRowTiles; ++m) ldsm_x4(qa[m], qs + (warp * kWarpRows + 16 * m + ra.row) * kLd + kk * 16 + ra.col);
+      [[maybe_unused]] std::uint32_t q_smem[kRowTiles][4];  // d 128 only
+      if constexpr (!kQRegs) load_q(q_smem, kk);
+      const auto& qa = [&]() -> const std::uint32_t(&)[kRowTiles][4] {
+        if constexpr (kQRegs) return qf[kk];
+        else return q_smem;
+      }();
 #pragma unroll
       for (int np = 0; np < kBc / 16; ++np) {
         std::uint32_t b[4];

@@ -94,3 +94,6 @@ endfunction()
 # the barrier after a tile's last read of its buffer: without it a warp that runs ahead refills the
 # buffer (the next tile but one) while the others still read it
 cplab_v2_mutant(refill_sync "    __syncthreads();  // this buffer is refilled two tiles on\n" "")
+# d 64: the barrier between Q's copies and the reads of its fragments into registers, before the
+# loops (each thread waits for its own copies only)
+cplab_v2_mutant(q_regs_sync "      cp_async_wait<1>();\n      __syncthreads();\n      for (int kk = 0; kk < D / 16; ++kk) load_q(qf[kk], kk);" "      cp_async_wait<1>();\n      for (int kk = 0; kk < D / 16; ++kk) load_q(qf[kk], kk);")
