@@ -10,14 +10,21 @@ memory) from ptxas; from the SASS, its inner loop (the loop, a backward branch's
 most MMA instructions; the innermost such loop when several hold as many) and, per iteration of that
 loop, the counts of MMA (HMMA, HGMMA), MUFU.EX2, other MUFU, FFMA, FMUL / FADD / FMNMX / FSEL / FSETP
 / F2FP, branches (BRA, BSSY, BSYNC), barriers (BAR, SYNCS, WARPGROUP, DEPBAR), memory and integer /
-other instructions. Per score element: the score elements one thread handles per iteration are its
-MUFU.EX2 count minus one rescale exponential per row a thread holds (2 rows per thread in the m16n8
-and wgmma fragments; none in a backward kernel, which recomputes P = exp(S - LSE)), each score needing exactly one exponential (both are printed, so the division
-can be checked); "softmax instructions per element" = (MUFU + FFMA + other float + branches) / that
-(the float work and control flow of the softmax); the last column = every instruction but MMA,
-memory and barriers / that (integer address arithmetic included).
+other instructions; and of the memory instructions, the shared-memory loads of MMA operands
+(LDSM: ldmatrix) and others (LDS), with (LDSM + LDS) / MMA, the shared-memory loads per tensor-core
+instruction (what FlashAttention-2's tile shapes halve in v2). Per score element: the score
+elements one thread handles per iteration are its MUFU.EX2 count minus one rescale exponential per
+row a thread holds (ROWS_PER_THREAD: 4 in v2's forward, whose warps own two m16 row tiles; 2 in
+v3's, one row pair per m16 slice of the wgmma fragment; none in a backward kernel, which recomputes
+P = exp(S - LSE)), each score needing exactly one exponential (both are printed, so the division can
+be checked, and a count that is not rows x (1 + a multiple of 4 keys per row) is reported as a
+failure: the table is then wrong for that kernel); "softmax instructions per element" = (MUFU +
+FFMA + other float + branches) / that (the float work and control flow of the softmax); the last
+column = every instruction but MMA, memory and barriers / that (integer address arithmetic
+included).
 --check: exit 1 if any forward kernel (a name with 'fwd' or 'forward') spills or uses local memory
-(a stack frame).
+(a stack frame). Either way, exit 1 when a forward kernel's exponential count does not fit its rows
+per thread (above).
 What it is not: a timing. Counts of instructions are not cycles; they bound what the softmax costs.
 """
 import os
@@ -153,6 +160,10 @@ def classify(op):
 
 
 COLS = ["mma", "ex2", "mufu", "ffma", "fp", "branch", "barrier", "memory", "other"]
+# rows of the score tile each thread holds in a forward kernel's fragments, per kernel file: one
+# rescale exponential (alpha) per row and tile, the rest one per score
+ROWS_PER_THREAD = {"attention_v2_fwd": 4, "attention_v3_fwd": 2}
+DEFAULT_ROWS = 2  # one m16 row tile (mma.sync m16n8 C fragment, a wgmma m64 fragment's slice): rows g and g + 8
 rows, failures = [], []
 files = sorted(f[:-len(".ptxas.txt")] for f in os.listdir(work) if f.endswith(".ptxas.txt"))
 for stem in files:
@@ -173,11 +184,22 @@ for stem in files:
                 for a, op, _ in ins:
                     if lp[0] <= a <= lp[1]:
                         counts[classify(op)] += 1
+                smem = {"ldsm": 0, "lds": 0}
+                for a, op, _ in ins:
+                    if lp[0] <= a <= lp[1] and base(op) in ("LDSM", "LDS"):
+                        smem[base(op).lower()] += 1
                 backward = any(w in r["kernel"] for w in ("bwd", "backward", "dq_", "dkdv"))
-                elems = counts["ex2"] - (0 if backward else 2)  # the backward recomputes P = exp(S - LSE): no rescale
+                rows_pt = 0 if backward else ROWS_PER_THREAD.get(stem, DEFAULT_ROWS)  # the backward: no rescale
+                elems = counts["ex2"] - rows_pt
+                if rows_pt and (counts["ex2"] % rows_pt or (counts["ex2"] // rows_pt - 1) % 4):
+                    failures.append(f"{stem}: {r['kernel']}: {counts['ex2']} MUFU.EX2 per iteration is not {rows_pt} rows "
+                                    "x (1 + a multiple of 4 keys): ROWS_PER_THREAD is wrong for it")
+                    elems = 0
                 rest = sum(counts[c] for c in COLS if c not in ("mma", "memory", "barrier"))
                 soft = sum(counts[c] for c in ("ex2", "mufu", "ffma", "fp", "branch"))
-                r["loop"] = {"range": lp, **counts, "elements": elems, "softmax": soft / elems if elems > 0 else None,
+                r["loop"] = {"range": lp, **counts, **smem, "rows": rows_pt, "elements": elems,
+                             "smem_per_mma": (smem["ldsm"] + smem["lds"]) / counts["mma"],
+                             "softmax": soft / elems if elems > 0 else None,
                              "per_element": rest / elems if elems > 0 else None}
         rows.append(r)
         forward = "fwd" in r["kernel"] or "forward" in r["kernel"]
@@ -186,21 +208,23 @@ for stem in files:
                             f"{p['stack']} B stack frame (local memory)")
 
 print("| file | kernel | regs | spill st/ld (B) | stack (B) | inner loop | MMA | MUFU.EX2 | other MUFU | FFMA "
-      "| FMUL/FADD/FMNMX/FSEL/F2FP | branches | barriers | memory | integer and other | score elements / thread "
-      "| softmax instr. / element | all but MMA, memory, barriers / element |")
-print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+      "| FMUL/FADD/FMNMX/FSEL/F2FP | branches | barriers | memory | LDSM | LDS | (LDSM + LDS) / MMA | integer and other "
+      "| rows / thread | score elements / thread | softmax instr. / element | all but MMA, memory, barriers / element |")
+print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| ---: | ---: | ---: | ---: | ---: |")
 for r in rows:
     L = r["loop"]
     if L:
-        cells = [f"0x{L['range'][0]:x}-0x{L['range'][1]:x}"] + [str(L[c]) for c in COLS] + [str(L["elements"])]
+        cells = [f"0x{L['range'][0]:x}-0x{L['range'][1]:x}"] + [str(L[c]) for c in COLS[:-1]]
+        cells += [str(L["ldsm"]), str(L["lds"]), f"{L['smem_per_mma']:.3f}", str(L["other"]), str(L["rows"]), str(L["elements"])]
         cells += [f"{x:.1f}" if x is not None else "-" for x in (L["softmax"], L["per_element"])]
     else:
-        cells = ["-"] * (len(COLS) + 4)
+        cells = ["-"] * (len(COLS) + 8)
     print(f"| {r['file']} | `{r['kernel']}` | {r['regs']} | {r['spill_st']}/{r['spill_ld']} | {r['stack']} | " + " | ".join(cells) + " |")
 if cuobjdump == "-":
     print("\n(no cuobjdump: the loop columns are empty; scripts/sass-report.sh installs it from PyPI when it can)")
 if failures:
-    print("\nFAIL: forward kernels with spills or local memory:", file=sys.stderr)
+    print("\nFAIL: forward kernels with spills or local memory, or exponentials that do not fit their rows:", file=sys.stderr)
     for f in failures:
         print("  " + f, file=sys.stderr)
     sys.exit(1)
