@@ -82,7 +82,7 @@ AttentionPlan make_plan(const AttentionArgs& a) {
   for (const std::int64_t s : seqs) {
     require(s > 0 && s % 64 == 0, "--seq " + num(s) +
                                       " is not a positive multiple of 64 (every sequence length must be a whole number of "
-                                      "64-row query/key blocks)");
+                                      "64-key tiles)");
     require(s > a.tokens || a.tokens % s == 0,
             "--tokens " + num(a.tokens) + " is not divisible by --seq " + num(s) +
                 " (each shape runs b = tokens / seq sequences of seq tokens; a seq above --tokens runs one sequence)");

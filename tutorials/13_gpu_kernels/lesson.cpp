@@ -61,16 +61,16 @@ int main(int argc, char** argv) {
   show("the reference's LSE", ref.lse(0, 0));
   std::printf("Same numbers: the merge of lesson 2, applied inside the kernel to every key block.\n");
 
-  L.step("blocks of 64 x 64 and a causal mask: which key tiles a query block loads");
-  const index_t S = 256, B = 64;
+  L.step("blocks of 128 queries x 64 keys and a causal mask: which key tiles a query block loads");
+  const index_t S = 256, Br = 128, B = 64;  // v2's tile shapes (FlashAttention-2's): Br query rows, B keys
   const MaskRule causal{MaskKind::causal, 0, nullptr, nullptr};
   std::vector<std::vector<std::string>> rows;
   index_t loaded = 0, full = 0;
-  for (index_t q0 = 0; q0 < S; q0 += B) {
+  for (index_t q0 = 0; q0 < S; q0 += Br) {
     std::string line;
     for (index_t t0 = 0; t0 < S; t0 += B) {
       bool any = false, all = true;
-      for (index_t a = q0; a < q0 + B; ++a) {
+      for (index_t a = q0; a < q0 + Br; ++a) {
         const KeyRange r = causal.keys(a, S);
         any = any || (r.lo < t0 + B && r.hi > t0);
         all = all && r.lo <= t0 && r.hi >= t0 + B;
@@ -79,13 +79,13 @@ int main(int argc, char** argv) {
       loaded += any ? 1 : 0;
       full += all ? 1 : 0;
     }
-    rows.push_back({"queries " + std::to_string(q0) + "..." + std::to_string(q0 + B - 1), line});
+    rows.push_back({"queries " + std::to_string(q0) + "..." + std::to_string(q0 + Br - 1), line});
   }
   table({"query block", "key tiles 0..3"}, rows);
   show("tiles loaded", loaded);
   show("of which every row sees all 64 keys (no per-element test)", full);
-  show("tiles skipped", static_cast<std::int64_t>((S / B) * (S / B) - loaded));
-  std::printf("'full' tiles run without the mask test; only the diagonal tiles test each element.\n");
+  show("tiles skipped", static_cast<std::int64_t>((S / Br) * (S / B) - loaded));
+  std::printf("'full' tiles run without the mask test; only the tiles the diagonal crosses test each element.\n");
 
   L.step("mixed precision: bf16 inputs and P, fp32 accumulation");
   std::printf("The tensor cores multiply bf16 (8 significant bits). Rounding P to bf16 before P V:\n");
