@@ -63,3 +63,31 @@ TEST_CASE("dcp optimum: cplab is within 0.1% of the exhaustive optimum on 420 sm
                                     << " of 420; exact methods cross-checked on " << cross_checked);
   CHECK(cross_checked >= 60);  // the two exact methods were compared on many batches
 }
+
+TEST_CASE("dcp optimum: with samples that need a quarter of the ranks or more, the bound stays below the optimum") {
+  // dcp_bound_huge.h branches on where such samples run: here 1-3 of them (16K-64K tokens on 16
+  // ranks, M 4096: cp_min 4 to 16) beside 3-6 short ones, against the block-view optimum
+  std::mt19937_64 rng(99);
+  const CostModel cost = parse_cost("overhead", "");
+  int tight = 0, done = 0;
+  for (int b = 0; b < 150; ++b) {
+    const std::int64_t N = b % 3 == 0 ? 8 : 16;
+    std::vector<std::int64_t> L;
+    const int huge = 1 + static_cast<int>(rng() % 3), small = 3 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < huge; ++i) L.push_back(1024 * (16 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(N * 4 - 15))));
+    for (int i = 0; i < small; ++i) L.push_back(256 * (1 + static_cast<std::int64_t>(rng() % 40)));
+    CAPTURE(b);
+    double serial = 0;
+    for (std::int64_t x : L) serial += cost.time(x, N);
+    bool complete = false;
+    const DcpSchedule e = schedule_exact_tree(L, N, 4096, cost, serial * 1.0001, 20 * kExactNodes, complete);
+    if (!complete) continue;
+    ++done;
+    const double opt = e.rounds.empty() ? serial : e.makespan;
+    const double lb = lower_bounds(L, N, 4096, cost, opt).moldable;
+    CHECK(lb <= opt * (1 + kRelTol));
+    tight += lb >= opt * (1 - 1e-6) ? 1 : 0;
+  }
+  MESSAGE("searches complete: " << done << " of 150; bound at the optimum on " << tight);
+  CHECK(done >= 100);
+}

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <random>
 
+#include "dcp/dcp_batches.h"
+#include "dcp/dcp_bounds.h"
+#include "dcp/dcp_cplab.h"
 #include "dcp/dcp_pattern_price.h"
 
 using namespace cplab;
@@ -112,4 +115,24 @@ TEST_CASE("dcp pricing: on long lists (values proportional to time) V over-estim
     check_pattern(jobs, pi, T, V, pattern, time, 40 * T / 8192);
   }
   CHECK(compressed > 0);  // the case exercises the compression
+}
+
+TEST_CASE("dcp pricing: the rank-pattern LP raises the bound at 64 ranks and stays below cplab's makespan") {
+  // code_longtail's distribution (data/dcp/code_longtail.json), 64 ranks, M 8192, the overhead cost
+  const LengthDist d{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+  const CostModel cost = parse_cost("overhead", "");
+  std::mt19937_64 rng(0);
+  int raised = 0;
+  for (int b = 0; b < 6; ++b) {
+    const std::vector<std::int64_t> L = sample_batch(d, 64, rng);
+    DcpBound base;
+    const DcpSchedule s = schedule_cplab(L, 64, 8192, cost, &base);
+    const DcpBound lp = sharpen_bound(L, 64, 8192, cost, base, s.makespan);
+    CAPTURE(b);
+    CHECK(lp.moldable >= base.moldable);
+    CHECK(lp.moldable <= s.makespan * (1 + kRelTol));
+    raised += lp.moldable > base.moldable * (1 + 1e-6) ? 1 : 0;
+  }
+  MESSAGE("the LP raised the bound on " << raised << " of 6");
+  CHECK(raised >= 3);
 }

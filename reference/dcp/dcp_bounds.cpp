@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "dcp/dcp_bound_huge.h"
 #include "dcp/dcp_config_lp.h"
 #include "dcp/dcp_schedule.h"
 
@@ -38,7 +39,7 @@ double f_u(double x, int k) {
 }
 
 // true if no schedule of length <= T exists for these samples (one of the tests fails)
-bool too_short(const std::vector<Job>& jobs, std::int64_t N, double T) {
+bool too_short(const std::vector<Job>& jobs, const std::vector<Options>& opts, std::int64_t N, double T) {
   const double n = static_cast<double>(N);
   for (const Job& j : jobs)
     if (j.tmin > T) return true;
@@ -95,7 +96,8 @@ bool too_short(const std::vector<Job>& jobs, std::int64_t N, double T) {
     for (size_t q = 0; q < nl; ++q)
       if (sum[q] > n * (1 + kRelTol)) return true;
   }
-  return false;
+  // where the samples that need a quarter of the ranks or more run (dcp_bound_huge.h)
+  return huge_too_short(opts, N, T);
 }
 
 // least T with W(T) <= N T (the area test alone), by bisection; returns a T proven too short
@@ -153,14 +155,16 @@ DcpBound lower_bounds(const std::vector<std::int64_t>& lengths, std::int64_t N, 
     return b;
   }
   hi = std::max(hi, lo);
+  std::vector<Options> opts;  // the jobs' useful sizes, for dcp_bound_huge.h
+  for (const Job& j : jobs) opts.push_back(j.o);
   const double a = area_bound(jobs, N, lo, hi);
   // a is proven too short; the sharper tests only raise it. Bracket [l, h] a little above it
   // (widening while h is still proven too short), then bisect to a relative width of kRelTol.
   double l = std::max(lo, a), gap = l / 64, h = std::min(hi, l + gap);
-  while (h < hi && too_short(jobs, N, h)) l = h, gap *= 2, h = std::min(hi, l + gap);
+  while (h < hi && too_short(jobs, opts, N, h)) l = h, gap *= 2, h = std::min(hi, l + gap);
   while (h - l > kRelTol * l) {
     const double mid = 0.5 * (l + h);
-    if (too_short(jobs, N, mid)) l = mid;
+    if (too_short(jobs, opts, N, mid)) l = mid;
     else h = mid;
   }
   b.area = whole + a;
