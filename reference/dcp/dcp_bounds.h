@@ -17,6 +17,9 @@
 //                         rank's samples give sum f(t/T) <= 1, so sum_i min_c c g(t(L_i, c)/T) <= N
 //                         for g = lam x + (1 - lam) f; f from Fekete and Schepers (Math. Prog. 91,
 //                         2001): U_eps (x > 1 - eps counts 1, x < eps counts 0) and u_k.
+//               huge samples  the samples whose every size meeting T spans a quarter (then an
+//                         eighth) of the ranks or more: every placement of them on aligned blocks,
+//                         and the rest's least work in the room each leaves (dcp_bound_huge.h)
 //             A T that fails a test is proven too short, so the bound returned is the largest
 //             failing T found by bisection (valid even where a test is not monotone in T).
 //             With a known makespan, a third test: the rank-pattern (configuration) LP of

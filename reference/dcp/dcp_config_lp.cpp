@@ -19,7 +19,13 @@ constexpr int kGridShared = 512;  // the same on batches of more than kOwnWeight
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
-constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample, exact pricing
+constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
+// exact pricing (dcp_pattern_price.h) on batches of at most kOwnWeights samples and at most
+// kExactPerRank per rank on average: with more samples per rank the patterns hold more of them,
+// the pricer's lists grow, and the LP needs more columns (megatron_example, 64 samples on 16 ranks,
+// 200 batches: the LP took 7.9 s exact against 0.9 s rounded, for a mean ratio of 1.0018 against
+// 1.0023); at 64 ranks exact pricing is what brings code_longtail's ratio under 1.005
+constexpr size_t kExactPerRank = 2;
 constexpr int kCheap = 4000;  // greedy patterns at most for one T (exact pricing's batches)
 
 using Jobs = std::vector<std::vector<SizeOption>>;
@@ -85,11 +91,17 @@ struct Tableau {
       b -= f * rhs[q];
     }
     append(std::move(row), b);
-    for (int it = 0; it < 500; ++it) {
+    // dual simplex: the most negative rhs leaves, the least ratio enters; on degenerate tableaus
+    // (many patterns with the same value, e.g. greedy ones) that can cycle, so after kDantzig
+    // pivots Bland's rule takes over (the row whose basic column comes first, the first column
+    // among the least ratios), which terminates
+    constexpr int kDantzig = 50, kPivots = 5000;
+    for (int it = 0; it < kPivots; ++it) {
+      const bool bland = it >= kDantzig;
       size_t r = rows.size();
       double worst = -kRelTol;
       for (size_t q = 0; q < rows.size(); ++q)
-        if (rhs[q] < worst) worst = rhs[q], r = q;
+        if (rhs[q] < -kRelTol && (bland ? (r == rows.size() || basic[q] < basic[r]) : rhs[q] < worst)) worst = rhs[q], r = q;
       if (r == rows.size()) {
         drop_slack_rows();
         return true;
@@ -99,6 +111,12 @@ struct Tableau {
       for (size_t j = 0; j < cols(); ++j)
         if (rows[r][j] < -1e-12 && std::max(obj[j], 0.0) / -rows[r][j] < ratio) ratio = std::max(obj[j], 0.0) / -rows[r][j], enter = j;
       if (enter == cols()) return false;
+      if (bland)  // the first column whose ratio ties the least
+        for (size_t j = 0; j < enter; ++j)
+          if (rows[r][j] < -1e-12 && std::max(obj[j], 0.0) / -rows[r][j] <= ratio * (1 + 1e-12) + 1e-15) {
+            enter = j;
+            break;
+          }
       pivot(r, enter);
     }
     return false;
@@ -253,10 +271,11 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   int added = 0;
   std::int64_t cells = 0;
   std::vector<double> stages;  // best_pattern's tables
-  PatternPricer exact;         // batches of at most kOwnWeights samples: exact pricing
+  PatternPricer exact;
+  const bool exact_pricing = n <= kOwnWeights && n <= kExactPerRank * static_cast<size_t>(N);
   double ptime = 0;
   const auto price = [&](const std::vector<double>& pi, double T) {
-    return n <= kOwnWeights ? exact.best(jobs, pi, T, pattern, &ptime) : best_pattern(jobs, pi, T, grid, pattern, cells, stages);
+    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : best_pattern(jobs, pi, T, grid, pattern, cells, stages);
   };
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
@@ -335,7 +354,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
     for (int round = 0; round < kPerStep && added < kPatterns && center_sum <= limit; ++round) {
       if (tab.value <= limit) return proven;  // even the restricted LP cannot exceed N
       const std::vector<double> x = tab.weights();
-      if (n <= kOwnWeights && cheap < kCheap) {  // first a greedy pattern the LP's weights violate
+      if (exact_pricing && cheap < kCheap) {  // first a greedy pattern the LP's weights violate
         const std::vector<double> pi = to_pi(x);
         exact.greedy(jobs, pi, T, pattern, &ptime);
         const std::vector<double> row = to_row(pattern);
@@ -364,7 +383,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
         for (size_t v = 0; v < nv; ++v) viol += row[v] * x[v];
         // a pattern that cuts the LP's weights off (and is a real one: the exact pricer's pattern
         // may need more than T when it had to compress its lists)
-        if (viol > 1 + kRelTol && (n > kOwnWeights || ptime <= T)) {
+        if (viol > 1 + kRelTol && (!exact_pricing || ptime <= T)) {
           if (!tab.add(row)) return proven;
           ++cuts, ++added;
         }

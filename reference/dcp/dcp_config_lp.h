@@ -7,18 +7,23 @@
 // patterns P (a set of distinct samples, each with a size c it may use, sum of t <= T). Sample i
 // runs on c_i ranks and gives pi_i / c_i to each, so sum_i pi_i = sum_r sum_{i in P_r} pi_i / c_i
 // <= N V. Hence sum_i pi_i > N V proves T too short, whatever pi is (it is the LP dual of covering
-// every sample with N patterns; Gilmore-Gomory for bin packing). V is over-estimated, which keeps
-// the test valid: sizes with t >= T/16 ("big") go through an exact dynamic programme on t rounded
-// DOWN to T/1024, T/512 on batches of more than 96 samples (so every real pattern is still
-// admitted), the others are added fractionally by
-// value per time (the LP relaxation of a knapsack is at least its optimum), and a sample may be
-// counted once among the big sizes and again among the small ones (more patterns, larger V).
-// On batches of more than 96 samples, samples whose every size has t < T0/16 share one weight
-// pi_i = lam * (least work of i) (fewer variables; restricting the weights keeps the test valid);
-// on smaller ones every sample has its own. The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
+// every sample with N patterns; Gilmore-Gomory for bin packing). V must never be under-estimated:
+//   batches of at most 96 samples and at most 2 per rank on average: V is exact (dcp_pattern_price.h: pareto lists, real times, no
+//     rounding; it over-estimates only where a list had to be compressed, which keeps the test
+//     valid), every sample has its own weight, and each round first adds a greedy pattern the LP's
+//     weights violate (cheap: no exact pricing) before pricing exactly. Exactness matters: on
+//     code_longtail (64 samples, 64 ranks) the rounded programme below left cplab / bound at a mean
+//     of 1.0068 on 40 batches, exact pricing 1.0037 (a rank cannot be filled to exactly T; the
+//     rounding and the fractional small sizes pretend it can).
+//   other batches (faster, weaker): sizes with t >= T/16 ("big") go through a dynamic programme
+//     on t rounded DOWN to T/512 (every real pattern is still admitted), the others are added
+//     fractionally by value per time (the LP relaxation of a knapsack is at least its optimum),
+//     and a sample may be counted once among the big sizes and again among the small ones; samples
+//     whose every size has t < T0/16 share one weight pi_i = lam * (least work of i).
+// The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
 // the patterns found so far; a dense tableau, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
-// (Wentges smoothing), the dynamic programme gives V and the pattern reaching it, which is added
+// (Wentges smoothing), the pricing gives V and the pattern reaching it, which is added
 // while it cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
 // weights can prove it: the full LP has more constraints), or after a fixed number of patterns
 // (not proven).
@@ -28,8 +33,12 @@
 // had its own weight and the programme ran over several sizes of every sample, about 10x the
 // work on 256 samples on 64 ranks, and the dual simplex failed numerically on some batches. The
 // programme keeps values only (a vectorized max), its tables in one buffer reused between calls.
-// What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact: rounding
-// and the fractional small sizes make V larger than the true pattern maximum.
+// The dual simplex switches to Bland's rule after 50 pivots of one addition: on degenerate
+// tableaus it cycled (500 pivots, then the LP gave up: three batches of web_lognormal on 64 ranks
+// examined, where the bound had come out up to 4.6% below the rounded programme's).
+// What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact on the
+// other batches (rounding and the fractional small sizes make V larger than the true pattern
+// maximum; exact pricing there costs several times more: `cplab schedule`'s 256-sample runs).
 #pragma once
 
 #include <cstdint>
