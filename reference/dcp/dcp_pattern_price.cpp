@@ -149,27 +149,30 @@ double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, con
 
 double PatternPricer::greedy(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
                              std::vector<double>& pattern, double* time) {
+  // the (sample, size) pairs with what a call reads, kept while the jobs stay the same
+  if (flat_jobs_ != &jobs) {
+    flat_.clear();
+    for (size_t i = 0; i < jobs.size(); ++i)
+      for (const SizeOption& o : jobs[i])
+        flat_.push_back({i, o.t, 1.0 / static_cast<double>(o.c), 1.0 / (static_cast<double>(o.c) * o.t)});
+    flat_jobs_ = &jobs;
+  }
   // every (sample, size) by value per time, taken when its sample is not yet in and it fits
   cand_.clear();
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (pi[i] <= 0) continue;
-    for (size_t o = 0; o < jobs[i].size(); ++o)
-      if (jobs[i][o].t <= T) cand_.push_back({pi[i] / static_cast<double>(jobs[i][o].c) / jobs[i][o].t, i, o});
-  }
+  double shortest = T;
+  for (const Flat& f : flat_)
+    if (pi[f.i] > 0 && f.t <= T) cand_.push_back({pi[f.i] * f.per_work, &f}), shortest = std::min(shortest, f.t);
   // a heap, not a sort: the pattern is full after a few of them
   const auto lower = [](const Cand& a, const Cand& b) { return a.e < b.e; };
   std::make_heap(cand_.begin(), cand_.end(), lower);
-  double shortest = T;
-  for (const Cand& c : cand_) shortest = std::min(shortest, jobs[c.i][c.o].t);
   pattern.assign(jobs.size(), 0.0);
   double t = 0, v = 0;
   for (auto end = cand_.end(); end != cand_.begin() && t + shortest <= T; --end) {
     std::pop_heap(cand_.begin(), end, lower);
-    const Cand& c = *(end - 1);
-    const SizeOption& o = jobs[c.i][c.o];
-    if (pattern[c.i] != 0 || t + o.t > T) continue;
-    pattern[c.i] = 1.0 / static_cast<double>(o.c);
-    t += o.t, v += pi[c.i] / static_cast<double>(o.c);
+    const Flat& f = *(end - 1)->f;
+    if (pattern[f.i] != 0 || t + f.t > T) continue;
+    pattern[f.i] = f.per_rank;
+    t += f.t, v += pi[f.i] * f.per_rank;
   }
   *time = t;
   return v;

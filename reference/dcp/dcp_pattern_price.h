@@ -29,7 +29,8 @@ struct PatternPricer {
   double best(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
               std::vector<double>& pattern, double* time);
   // a real pattern of good value, not always the best (greedy by value per time): a cheap way
-  // to find a pattern the LP's weights violate; returns its value
+  // to find a pattern the LP's weights violate; returns its value. It keeps a flat copy of the
+  // jobs' sizes between calls with the same `jobs` object (the LP's, unchanged while it runs)
   double greedy(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
                 std::vector<double>& pattern, double* time);
   // whether the last call had to merge states (then V is an over-estimate: still valid for the
@@ -49,9 +50,15 @@ struct PatternPricer {
   void build_bounds(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T);
   double bound(size_t k, double cap) const;  // what stages k.. can add within time cap, at most
   bool compressed_ = false;
+  struct Flat {  // one (sample, size): 1 / c and 1 / (c t)
+    size_t i;
+    double t, per_rank, per_work;
+  };
+  std::vector<Flat> flat_;
+  const void* flat_jobs_ = nullptr;  // the jobs flat_ was made from
   struct Cand {
-    double e;
-    size_t i, o;
+    double e;  // value per time
+    const Flat* f;
   };
   std::vector<Cand> cand_;
   void compress(std::vector<State>& list, double u);
