@@ -34,8 +34,8 @@
 // work on 256 samples on 64 ranks, and the dual simplex failed numerically on some batches. The
 // programme keeps values only (a vectorized max), its tables in one buffer reused between calls.
 // The dual simplex switches to Bland's rule after 50 pivots of one addition: on degenerate
-// tableaus it cycled (500 pivots, then the LP gave up: three batches of web_lognormal on 64 ranks
-// examined, where the bound had come out up to 4.6% below the rounded programme's).
+// tableaus it cycled (500 pivots, then the LP gave up: on three batches of web_lognormal on 64
+// ranks examined, the bound came out 2.4-3.5% below the rounded programme's).
 // What it is not: a bound on its own (dcp_bounds.cpp raises its bound with it), or exact on the
 // other batches (rounding and the fractional small sizes make V larger than the true pattern
 // maximum; exact pricing there costs several times more: `cplab schedule`'s 256-sample runs).
