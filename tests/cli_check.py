@@ -278,6 +278,23 @@ for sched in ["cplab", "megatron"]:
 p = run("schedule", "--dist", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "dcp", "web_lognormal.json"), "--batches", "20", "--ranks", "16", "--cost", "overhead")
 if p.returncode != 0 or not all(k in p.stdout for k in ["megatron", "cplab", "ratio mean", "speedup vs static"]):
     failures.append(f"schedule --dist: {p.stdout}{p.stderr}")
+# batches run side by side on OpenMP threads: every figure but the times is the same with 1 thread and 3
+dist_args = [CPLAB, "schedule", "--dist", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "dcp", "code_longtail.json"),
+             "--batches", "40", "--ranks", "64", "--max-seqlen-per-rank", "8192", "--cost", "overhead", "--json"]
+by_threads = {}
+for t in ("1", "3"):
+    q = subprocess.run(dist_args, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": t})
+    if q.returncode != 0:
+        failures.append(f"schedule --dist with OMP_NUM_THREADS={t}: {q.stderr}")
+        continue
+    j = json.loads(q.stdout)
+    if j["threads"] != int(t):
+        failures.append(f"schedule --dist with OMP_NUM_THREADS={t} says threads = {j['threads']}")
+    for part in ("megatron", "cplab"):
+        j[part].pop("seconds")
+    by_threads[t] = {k: j[k] for k in ("megatron", "cplab", "cplab_worse_than_megatron")}
+if len(by_threads) == 2 and by_threads["1"] != by_threads["3"]:
+    failures.append(f"schedule --dist depends on the thread count: {by_threads}")
 expect_error(["schedule", "--ranks", "6", "--lengths", "100"], "ranks 6 is not a power of two")
 expect_error(["schedule", "--ranks", "8", "--max-seqlen-per-rank", "4096", "--lengths", "40000"], "more than ranks x max-seqlen-per-rank")
 expect_error(["schedule", "--lengths", "100,-5"], "sample 1 has length -5")
