@@ -165,7 +165,8 @@ int dist_action(const ScheduleOptions& o, const CostModel& cost) {
     bool meg_aligned = true, ours_aligned = true;
   };
   const int threads = std::max(1, omp_get_max_threads());
-  const std::int64_t chunk = 16 * static_cast<std::int64_t>(threads);
+  // batches drawn at a time: 16 per thread, fewer when they are long (at most ~2^22 lengths held)
+  const std::int64_t chunk = std::clamp<std::int64_t>((std::int64_t{1} << 22) / B, threads, 16 * static_cast<std::int64_t>(threads));
   std::vector<std::vector<std::int64_t>> drawn;
   std::vector<One> got;
   for (std::int64_t b0 = 0; b0 < o.batches; b0 += chunk) {
