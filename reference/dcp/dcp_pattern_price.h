@@ -6,14 +6,18 @@
 // knapsack with real times, solved without rounding by the list (Nemhauser-Ullmann) method: the
 // samples are taken longest first, and after each one the list holds the pareto-optimal partial
 // patterns (no other has less time and no less value), each extended by every size of the next
-// sample; a partial pattern is dropped when even the best completion it could have (the time left
-// times the best value per time of the samples still to come, and at most their summed best values)
-// cannot beat the best pattern found so far. Exact: V is the true maximum, every pattern it returns
-// is a real one (so the LP's proof needs no over-estimate).
-// Speed: on 64 samples of code_longtail the lists stay below a few hundred partial patterns; the
-// work is that size times the samples' sizes.
-// What it is not: fast for hundreds of samples of near-equal value per time (the lists grow);
-// dcp_config_lp.cpp keeps its rounded dynamic programme for batches of more than 96 samples.
+// sample (merged: each list is sorted by time); a partial pattern is dropped when even the best
+// completion it could have, the LP optimum of the multiple-choice knapsack of the samples still to
+// come (their sizes' upper concave hulls, segments taken by value per time, Sinha and Zemel 1979),
+// cannot beat the best pattern found so far. Exact: V is the true maximum and the pattern returned
+// a real one, unless a list passes 2048 states: then it is compressed onto a T/8192 grid keeping
+// each run's least time and largest value (compressed() says so), V only over-estimates (the LP's
+// proof stays valid) and the pattern may need slightly more than T (the LP does not add it).
+// greedy(): a cheap real pattern by value per time, for the LP to try before pricing exactly.
+// Speed: on 64 samples of code_longtail on 64 ranks the lists stay at a few dozen states per
+// sample; with many samples per rank (8-16 ranks) or hundreds of near-equal ones they grow, which
+// is why dcp_config_lp.cpp prices exactly only with at most 96 samples and 2 per rank.
+// What it is not: a bound by itself (dcp_config_lp.h uses it), or fast on long lists.
 #pragma once
 
 #include <vector>
