@@ -150,21 +150,16 @@ BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, doubl
   s.lowest.assign(static_cast<size_t>(std::countr_zero(static_cast<std::uint64_t>(N))) + 1, 0.0);
   std::vector<std::pair<double, size_t>> big, small;  // (-least work, sample), (-its time, sample)
   for (size_t i = 0; i < jobs.size(); ++i) {
-    double w = kInf, tw = 0;
-    for (const SizeOption& p : jobs[i])
-      if (p.t <= T && static_cast<double>(p.c) * p.t < w) w = static_cast<double>(p.c) * p.t, tw = p.t;
-    if (w == kInf) return r;  // no size meets T
-    if (tw > split.big * T) big.push_back({-w, i});
-    else small.push_back({-tw, i});
+    const SizeOption* lw = least_work_size(jobs[i], T);
+    if (lw == nullptr) return r;  // no size meets T
+    if (lw->t > split.big * T) big.push_back({-static_cast<double>(lw->c) * lw->t, i});
+    else small.push_back({-lw->t, i});
   }
   std::sort(big.begin(), big.end());
   while (big.size() > split.max_big) {  // the rest of the big ones are placed with the small ones
     const size_t i = big.back().second;
     big.pop_back();
-    double tw = 0, w = kInf;
-    for (const SizeOption& p : jobs[i])
-      if (p.t <= T && static_cast<double>(p.c) * p.t < w) w = static_cast<double>(p.c) * p.t, tw = p.t;
-    small.push_back({-tw, i});
+    small.push_back({-least_work_size(jobs[i], T)->t, i});
   }
   std::sort(small.begin(), small.end());
   auto usable = [&](size_t i, double& least) {

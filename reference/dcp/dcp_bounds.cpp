@@ -110,10 +110,8 @@ double area_bound(const std::vector<Job>& jobs, std::int64_t N, double lo, doubl
         W += j.wmin;
         continue;
       }
-      double best = kInf;
-      for (const SizeOption& p : j.o)
-        if (p.t <= mid) best = std::min(best, static_cast<double>(p.c) * p.t);
-      W += best;
+      const SizeOption* lw = least_work_size(j.o, mid);
+      W += lw != nullptr ? static_cast<double>(lw->c) * lw->t : kInf;
     }
     if (W <= static_cast<double>(N) * mid) hi = mid;
     else lo = mid;

@@ -315,9 +315,8 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       std::vector<std::pair<double, size_t>> items;  // (t, sample), c copies each
       std::vector<double> csize(n, 0);
       for (size_t i = 0; i < n; ++i) {
-        double bw = std::numeric_limits<double>::infinity(), bt = 0, bc = 0;
-        for (const auto& [ci, ti] : jobs[i])
-          if (ti <= T && static_cast<double>(ci) * ti < bw) bw = static_cast<double>(ci) * ti, bt = ti, bc = static_cast<double>(ci);
+        const SizeOption* lw = least_work_size(jobs[i], T);  // non-null: every sample has a size meeting T here
+        const double bt = lw->t, bc = static_cast<double>(lw->c);
         csize[i] = bc;
         for (int q = 0; q < static_cast<int>(bc); ++q) items.push_back({bt, i});
       }

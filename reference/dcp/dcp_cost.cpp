@@ -72,4 +72,11 @@ std::vector<std::vector<SizeOption>> size_options(const std::vector<std::int64_t
   return out;
 }
 
+const SizeOption* least_work_size(const std::vector<SizeOption>& sizes, double T) {
+  const SizeOption* best = nullptr;
+  for (const SizeOption& o : sizes)
+    if (o.t <= T && (best == nullptr || static_cast<double>(o.c) * o.t < static_cast<double>(best->c) * best->t)) best = &o;
+  return best;
+}
+
 }  // namespace cplab

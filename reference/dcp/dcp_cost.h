@@ -46,5 +46,9 @@ struct SizeOption {
 // the table every DCP scheduler and bound reads instead of calling CostModel::time again
 std::vector<std::vector<SizeOption>> size_options(const std::vector<std::int64_t>& lengths, std::int64_t N,
                                                   std::int64_t M, const CostModel& cost);
+// the size of least work c t among those with t <= T (on a tie the first, sizes ascending), or
+// null when no size meets T: what the dual approximation, the bounds and the searches give a
+// sample for a target makespan T
+const SizeOption* least_work_size(const std::vector<SizeOption>& sizes, double T);
 
 }  // namespace cplab

@@ -124,9 +124,8 @@ std::vector<Placed> refine_blocks(const ListProblem& p, const std::vector<Placed
     order.clear();
     for (size_t i : out) {
       s.add(i, -1);
-      double bw = std::numeric_limits<double>::infinity(), bt = p.opt[i].back().t;  // least-work time that fits T
-      for (const SizeOption& o : p.opt[i])
-        if (o.t <= T && static_cast<double>(o.c) * o.t < bw) bw = static_cast<double>(o.c) * o.t, bt = o.t;
+      const SizeOption* lw = least_work_size(p.opt[i], T);  // its least-work time that fits T
+      const double bt = lw != nullptr ? lw->t : p.opt[i].back().t;
       order.push_back({-bt * (1 + jitter(rng)), i});
     }
     std::sort(order.begin(), order.end());
