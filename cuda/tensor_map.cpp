@@ -23,7 +23,7 @@ namespace {
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 #ifdef CPLAB_EMULATE
   return cplab_emu::encode_tiled;
-#endif
+#else
   static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
@@ -35,6 +35,7 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
     fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
   });
   return fn;
+#endif
 }
 
 }  // namespace

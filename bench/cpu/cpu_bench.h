@@ -10,7 +10,8 @@
 //                                      forward, then cp_attention_backward on simulated ranks, the
 //                                      inputs sharded beforehand), best of reps, forward and
 //                                      backward apart, with the useful FLOPs of flops.h
-//   check_mode(spec, dtype)            run_experiment (run/experiment.h) on spec: the max error of
+//   check_mode(spec, dtype)            run_experiment (run/experiment.h) on spec, on the fast kernel
+//                                      route the timings run (kernel_route.h): the max error of
 //                                      O, LSE, dQ, dK, dV against the dense oracle in double
 // What it is not: a test (nothing here asserts on a time), or a profiler.
 #pragma once

@@ -17,7 +17,7 @@ struct Item {
 };
 
 // the workload Megatron balances, whatever the real cost: hybrid_cp_schedule.py's L^2 / cp
-double megatron_work(std::int64_t L, std::int64_t c) { return CostModel{}.time(L, c); }
+double megatron_work(std::int64_t L, std::int64_t c) { return CostModel{CostModel::Kind::l2}.time(L, c); }
 
 struct Group {
   std::int64_t start, size;  // members = [start, start + size): allocation is lowest-first, so contiguous

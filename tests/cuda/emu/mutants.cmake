@@ -37,7 +37,7 @@ function(cplab_kernel_mutant kernel name cut keep)
   if(_at EQUAL -1)
     # WILL_FAIL on a command that succeeds: the test fails, with this message
     add_test(NAME ${_test} COMMAND ${CMAKE_COMMAND} -E echo "mutant ${_id}: the text to cut is not in ${_src}: ${cut}")
-    set_tests_properties(${_test} PROPERTIES WILL_FAIL TRUE LABELS cuda)
+    set_tests_properties(${_test} PROPERTIES WILL_FAIL TRUE LABELS "cuda;host")
     return()
   endif()
   string(REPLACE "${cut}" "${keep}" _mutant "${_text}")
@@ -51,7 +51,7 @@ function(cplab_kernel_mutant kernel name cut keep)
   add_test(NAME ${_test}
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${_exe}> "-DARGS=-tc=emulated kernel ${kernel}*"
                    -DSRC=${_dir}/${_file} -P ${_emu}/expect_failure.cmake)
-  set_tests_properties(${_test} PROPERTIES LABELS cuda TIMEOUT 300)
+  set_tests_properties(${_test} PROPERTIES LABELS "cuda;host" TIMEOUT 300)
 endfunction()
 
 # (a) a wgmma wait: S (of the first tile, of the next tile) read before its product lands; O's

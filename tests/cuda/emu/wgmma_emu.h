@@ -34,7 +34,7 @@
 //   A thread that returns with products not waited for aborts.
 // What it is not: bit-exact (each k16 product is summed in double and added to the fp32
 // accumulator with one rounding; the tensor core's order is unspecified), a model of the register
-// file (setmaxnreg is not emulated: kernel v3 does not use it), of .sp / fp8 / tf32 variants,
+// file (setmaxnreg is checked by sync_emu.h, not modelled here), of .sp / fp8 / tf32 variants,
 // scale-d 0, transposed K-major inputs, or of timing.
 #pragma once
 
