@@ -78,11 +78,9 @@ void check_dsinks(const CheckContext& c, const std::vector<double>& dref, const 
     const std::vector<index_t> rows = s.partition().indices(r);
     const Tensor3<double> o = gather(c.ref[idx(CheckTensor::o)], rows), dout = gather(c.data.in.dout, rows);
     const Tensor3<double> l = gather(c.ref[idx(CheckTensor::lse)], rows);  // (n, h, 1)
-    Rows<double> lse_rows(s.h(), l.n);
-    for (index_t t = 0; t < l.n; ++t)
-      for (index_t i = 0; i < s.h(); ++i) lse_rows(i, t) = l.at(t, i, 0);
+    const Rows<double> lse = lse_rows(l);
     std::vector<double> part(sz(s.h()), 0.0);
-    sink_grad<double>(o.view(), dout.view(), rows_view(static_cast<const Rows<double>&>(lse_rows)), c.data.in.sinks.data(), part.data());
+    sink_grad<double>(o.view(), dout.view(), rows_view(lse), c.data.in.sinks.data(), part.data());
     faults.emplace_back("d s_h of rank " + num(r) + "'s rows only (the ranks' parts were never added up)", part);
   }
   for (const auto& [name, p] : faults)

@@ -30,6 +30,13 @@ Tensor3<double> lse_tensor(const Rows<double>& lse) {
   return x;
 }
 
+Rows<double> lse_rows(const Tensor3<double>& lse) {
+  Rows<double> r(lse.h, lse.n);
+  for (index_t t = 0; t < lse.n; ++t)
+    for (index_t i = 0; i < lse.h; ++i) r(i, t) = lse.at(t, i, 0);
+  return r;
+}
+
 namespace {
 
 // how many ways a dtype rounds (larger: less precise); the least precise of several files wins

@@ -67,6 +67,7 @@ struct CheckData {
 
 // the (S, h, 1) LSE tensor of an (h, S) Rows, and back
 Tensor3<double> lse_tensor(const Rows<double>& lse);
+Rows<double> lse_rows(const Tensor3<double>& lse);
 
 // the sink logits of a check with --sinks and no --sink-logits: DIR/sinks.npy, 1-d (cplab::Error
 // naming the file if missing, not of shape (heads,), or not finite)

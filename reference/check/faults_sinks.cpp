@@ -142,7 +142,7 @@ void sink_hypotheses(CheckContext& c) {
       const double si = sinks[sz(i)], kk = static_cast<double>(k[sz(g)]);
       const double lk = kk > 0 ? lse_merge(L, si + std::log(kk)) : L;  // log(exp(L) + k exp(s_h))
       f.lse.at(g, i, 0) = lk;
-      for (index_t e = 0; e < s.dv(); ++e) f.o.at(g, i, e) = ro.at(g, i, e) * std::exp(lse - lk);  // O_0 exp(L - LSE_k)
+      for (index_t e = 0; e < s.dv(); ++e) f.o.at(g, i, e) = ro.at(g, i, e) * merge_weight(lse, lk);  // O_0 exp(L - LSE_k)
     }
   int priority = 57;
   const auto [id, name] = describe(s, k, priority);

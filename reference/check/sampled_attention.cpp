@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "check/check_inputs.h"
 #include "core/attention_kernel.h"
 #include "core/sinks.h"
 #include "core/util.h"
@@ -34,19 +35,6 @@ Tensor3<double> heads_to(const Tensor3<double>& x, const std::vector<index_t>& p
   return y;
 }
 
-// (n, h, 1) <-> (h, n)
-Rows<double> as_rows(const Tensor3<double>& lse) {
-  Rows<double> r(lse.h, lse.n);
-  for (index_t t = 0; t < lse.n; ++t)
-    for (index_t i = 0; i < lse.h; ++i) r(i, t) = lse.at(t, i, 0);
-  return r;
-}
-Tensor3<double> as_tensor(const Rows<double>& r) {
-  Tensor3<double> x(r.cols(), r.rows(), 1);
-  for (index_t t = 0; t < r.cols(); ++t)
-    for (index_t i = 0; i < r.rows(); ++i) x.at(t, i, 0) = r(i, t);
-  return x;
-}
 
 std::vector<index_t> all_tokens(index_t S) {
   std::vector<index_t> v(sz(S));
@@ -112,15 +100,15 @@ RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, c
     attention_forward<double>(q.view().rows(a0, n), K.view(), V.view(), rule_mask(spec, rule, slice, k), rule.scale,
                               f.o.view().rows(a0, n), rows_view(f.lse, a0, n));
   }
-  RowsOut out{heads_to(f.o, perm, true), heads_to(as_tensor(f.lse), perm, true)};
+  RowsOut out{heads_to(f.o, perm, true), heads_to(lse_tensor(f.lse), perm, true)};
   if (!keys && !in.sinks.empty()) apply_row_sinks(out, in.sinks);  // a partial (a key subset) has no sink
   return out;
 }
 
 void apply_row_sinks(RowsOut& x, const std::vector<double>& sinks) {
-  Rows<double> lse = as_rows(x.lse);
+  Rows<double> lse = lse_rows(x.lse);
   apply_sinks<double>(x.o.view(), rows_view(lse), sinks.data());
-  x.lse = as_tensor(lse);
+  x.lse = lse_tensor(lse);
 }
 
 Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows) {
@@ -152,7 +140,7 @@ Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule
   const std::vector<index_t> perm = head_order(spec, rule);
   const Tensor3<double> q = heads_to(gather(in.q, rows), perm, false), dout = heads_to(gather(in.dout, rows), perm, false);
   const Tensor3<double> o = heads_to(fwd.o, perm, false);
-  const Rows<double> lse = as_rows(heads_to(fwd.lse, perm, false));
+  const Rows<double> lse = lse_rows(heads_to(fwd.lse, perm, false));
   const Rows<double> delta = softmax_delta<double>(o.view(), dout.view());
   const std::vector<index_t> all = all_tokens(spec.S());
   Tensor3<double> dq(q.n, q.h, q.d), dk(in.k.n, in.k.h, in.k.d), dv(in.v.n, in.v.h, in.v.d);  // dk, dv: partial, unused
@@ -171,7 +159,7 @@ KeyGrads dkv_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, cons
   const std::vector<index_t> perm = head_order(spec, rule);
   const Tensor3<double> q = heads_to(gather(in.q, queries), perm, false), dout = heads_to(gather(in.dout, queries), perm, false);
   const Tensor3<double> o = heads_to(fwd.o, perm, false);
-  const Rows<double> lse = as_rows(heads_to(fwd.lse, perm, false));
+  const Rows<double> lse = lse_rows(heads_to(fwd.lse, perm, false));
   const Rows<double> delta = softmax_delta<double>(o.view(), dout.view());
   const Tensor3<double> k = gather(in.k, keys), v = gather(in.v, keys);
   Tensor3<double> dq(q.n, q.h, q.d);  // partial, unused
