@@ -170,7 +170,7 @@ TEST_CASE("dcp: the exhaustive optimum is never below the lower bound, never abo
 
 TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinement never lengthens") {
   std::mt19937_64 rng(11);
-  const LengthDist d{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+  const LengthDist d = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/code_longtail.json");
   const CostModel cost = parse_cost("overhead", "");
   int shorter = 0;
   for (std::int64_t N : {8, 64})

@@ -14,9 +14,9 @@
 using namespace cplab;
 
 namespace {
-// the lengths distribution of data/dcp/megatron_example.json, as its file gives it
-const LengthDist kMegatronExample{"megatron_example", "", {{1.0, 332, 1.5}}, 128, 8192, 64};
-const LengthDist kLongTail{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+// the lengths distributions of data/dcp/
+const LengthDist kMegatronExample = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/megatron_example.json");
+const LengthDist kLongTail = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/code_longtail.json");
 
 // the schedule a search result describes, timed top-down; checks every block on the way
 std::vector<Placed> placements(const ListProblem& p, const BlockResult& r) {

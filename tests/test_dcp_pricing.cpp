@@ -119,8 +119,8 @@ TEST_CASE("dcp pricing: on long lists (values proportional to time) V over-estim
 }
 
 TEST_CASE("dcp pricing: the rank-pattern LP raises the bound at 64 ranks and stays below cplab's makespan") {
-  // code_longtail's distribution (data/dcp/code_longtail.json), 64 ranks, M 8192, the overhead cost
-  const LengthDist d{"t", "", {{0.85, 2048, 0.9}, {0.15, 16384, 0.8}}, 256, 65536, 64};
+  // code_longtail's distribution, 64 ranks, M 8192, the overhead cost
+  const LengthDist d = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/code_longtail.json");
   const CostModel cost = parse_cost("overhead", "");
   std::mt19937_64 rng(0);
   int raised = 0;

@@ -178,8 +178,6 @@ BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, doubl
   s.at_big.assign(big.size(), {0, 0});
   s.at_small.assign(small.size(), {0, 0});
   r.found = s.survives(0, 0.0);
-  r.aborted = s.aborted;
-  r.nodes = s.nodes;
   if (r.found) {
     r.block.assign(jobs.size(), {0, 0});
     for (size_t k = 0; k < big.size(); ++k) r.block[big[k].second] = s.at_big[k];

@@ -40,9 +40,7 @@ struct BlockSplit {
 };
 
 struct BlockResult {
-  bool found = false;    // a schedule of makespan <= T
-  bool aborted = false;  // node_limit reached first
-  std::int64_t nodes = 0;
+  bool found = false;  // a schedule of makespan <= T (not found: none exists, or node_limit came first)
   std::vector<std::pair<std::int64_t, std::int64_t>> block;  // found: [sample] (start, size)
 };
 
