@@ -96,12 +96,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const BlockKeys bk = block_keys(mask, q0, kBr, P.sq, P.sk, kBc, red);  // (its __syncthreads publish the barriers)
   const std::int64_t t_begin = bk.t_begin, t_end = bk.t_end;
 
-  // this thread's two rows (accumulator registers with (i / 2) even: x = 0, odd: x = 1)
-  const wgmma::RC r0 = wgmma::frag_d(tid, 0);
-  const std::int64_t row[2] = {q0 + 64 * wg + r0.row, q0 + 64 * wg + r0.row + 8};
-  KeyRange kr[2];
-  for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
-
   // TMA: a tile is D / 64 boxes of 64 columns (one per swizzled panel); coordinates (column, head, row)
   auto load_kv = [&](std::int64_t j, int s) {
     mbar_expect_tx(&bar[1 + s], 2 * S::kKV);
@@ -128,6 +122,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;  // the consumers wait for every load on the full barriers: nothing is left in flight
   }
   setmaxnreg_inc<kConsumerRegs>();
+
+  // a consumer thread's two rows (accumulator registers with (i / 2) even: x = 0, odd: x = 1)
+  const wgmma::RC r0 = wgmma::frag_d(tid, 0);
+  const std::int64_t row[2] = {q0 + 64 * wg + r0.row, q0 + 64 * wg + r0.row + 8};
+  KeyRange kr[2];
+  for (int x = 0; x < 2; ++x) kr[x] = row[x] < P.sq ? mask.keys(row[x], P.sk) : KeyRange{0, 0};
 
   FastRow st[2];
   const float c = scale * kLog2e;  // softmax_rules.h fast path: 2^(x c - m c) on raw logits x

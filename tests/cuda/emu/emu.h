@@ -140,6 +140,12 @@ inline void warp_sync() { arrive(block->warp_bar[static_cast<size_t>(warp())]); 
 
 // a switch point: the fiber stays runnable, the scheduler may run another first
 inline void yield() { swapcontext(&me().ctx, &block->scheduler); }
+
+// the 128-byte swizzle of a shared-memory byte address, as the hardware applies it (PTX ISA
+// "tensor-map swizzle", "matrix descriptor"): bits 4-6 xor bits 7-9. One definition for the TMA
+// and the wgmma models (tma_emu.h, wgmma_emu.h); the kernels' own (cuda/wgmma_layout.h swizzle128)
+// is what they are checked against, not shared with them.
+inline std::uint32_t hw_swizzle128(std::uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
 // suspends the fiber until cond(arg) holds (a wait on state other fibers or async copies change)
 inline void block_until(bool (*cond)(const void*), const void* arg) {
   Fiber& f = me();

@@ -34,6 +34,18 @@ using namespace cplab::cuda;
 using namespace cplab::cuda::test;
 using cplab_emu::CpAsync;
 
+// packed sequences starting at starts[0] = 0, ..., ending at the last start (rows = keys), causal
+// inside each, and one row, `empty`, that sees no key (a padding row): the THD cases' ranges mask
+inline Mask packed_causal(const std::vector<std::int64_t>& starts, std::int64_t empty) {
+  const std::int64_t n = starts.back();
+  std::vector<std::int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
+  for (std::int64_t a = 0; a < n; ++a) {
+    const std::int64_t s0 = *(std::upper_bound(starts.begin(), starts.end(), a) - 1);
+    lo[static_cast<size_t>(a)] = s0, hi[static_cast<size_t>(a)] = a == empty ? s0 : a + 1;
+  }
+  return Mask::ranges(std::move(lo), std::move(hi));
+}
+
 struct Case {
   std::string name;
   index_t sq, sk;

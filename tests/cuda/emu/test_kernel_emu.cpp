@@ -26,14 +26,7 @@ using namespace cplab_emu_test;
 namespace {
 
 // THD: three packed sequences [0, 30), [30, 100), [100, 130), causal inside each; row 110 sees nothing
-Mask thd_mask() {
-  std::vector<std::int64_t> lo(130), hi(130);
-  for (std::int64_t a = 0; a < 130; ++a) {
-    const std::int64_t s0 = a < 30 ? 0 : (a < 100 ? 30 : 100);
-    lo[static_cast<size_t>(a)] = s0, hi[static_cast<size_t>(a)] = a == 110 ? s0 : a + 1;
-  }
-  return Mask::ranges(lo, hi);
-}
+Mask thd_mask() { return packed_causal({0, 30, 100, 130}, 110); }
 
 const Case kNone{"none, 130 x 70", 130, 70, Mask::none()};
 const Case kCausal{"causal, 130 x 130", 130, 130, Mask::causal(0)};

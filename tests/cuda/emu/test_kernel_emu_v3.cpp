@@ -25,14 +25,8 @@ using namespace cplab_emu_test;
 
 namespace {
 
-Mask thd_mask() {  // three packed sequences [0, 60), [60, 200), [200, 300), causal inside; row 210 sees nothing
-  std::vector<std::int64_t> lo(300), hi(300);
-  for (std::int64_t a = 0; a < 300; ++a) {
-    const std::int64_t s0 = a < 60 ? 0 : (a < 200 ? 60 : 200);
-    lo[static_cast<size_t>(a)] = s0, hi[static_cast<size_t>(a)] = a == 210 ? s0 : a + 1;
-  }
-  return Mask::ranges(lo, hi);
-}
+// three packed sequences [0, 60), [60, 200), [200, 300), causal inside; row 210 sees nothing
+Mask thd_mask() { return packed_causal({0, 60, 200, 300}, 210); }
 
 const Case kNone{"none, 130 x 400", 130, 400, Mask::none()};
 const Case kCausal{"causal, 300 x 300", 300, 300, Mask::causal(0)};

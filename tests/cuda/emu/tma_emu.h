@@ -149,7 +149,7 @@ inline void tma_load(void* dst, const CUtensorMap* map, std::uint64_t* bar, cons
           bool in = true;
           for (int i = 0; i < 3; ++i) in = in && g[i] >= 0 && static_cast<std::uint64_t>(g[i]) < v.dims[i];
           const std::uint32_t a = d + static_cast<std::uint32_t>(((z * v.box[1] + y) * v.box[0] + x) * e);
-          unsigned char* out = smem_pointer(v.swizzle ? a ^ (((a >> 7) & 7u) << 4) : a, static_cast<std::uint32_t>(e));
+          unsigned char* out = smem_pointer(v.swizzle ? hw_swizzle128(a) : a, static_cast<std::uint32_t>(e));
           if (in) {
             const std::uint64_t src = v.global + static_cast<std::uint64_t>(g[0]) * e + static_cast<std::uint64_t>(g[1]) * v.strides[0] +
                                       static_cast<std::uint64_t>(g[2]) * v.strides[1];
@@ -188,7 +188,9 @@ inline void mbar_init(std::uint64_t* bar, unsigned count) {
   std::memcpy(smem_pointer(addr, 8), &tag, 8);
 }
 inline void mbar_init_fence() {}
-inline void mbar_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
+// one arrival (with `bytes` more expected transactions first: arrive.expect_tx), atomically: no
+// other thread runs between the two
+inline void mbar_arrive_tx(std::uint64_t* bar, std::uint32_t bytes) {
   using namespace cplab_emu;
   yield();
   MBar& m = mbar_at(bar);
@@ -198,14 +200,8 @@ inline void mbar_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
   --m.pending;
   mbar_advance(m);
 }
-inline void mbar_arrive(std::uint64_t* bar) {
-  using namespace cplab_emu;
-  yield();
-  MBar& m = mbar_at(bar);
-  if (m.pending == 0) fail("mbarrier.arrive: no arrival left in the current phase");
-  --m.pending;
-  mbar_advance(m);
-}
+inline void mbar_expect_tx(std::uint64_t* bar, std::uint32_t bytes) { mbar_arrive_tx(bar, bytes); }
+inline void mbar_arrive(std::uint64_t* bar) { mbar_arrive_tx(bar, 0); }
 inline bool mbar_try_wait(std::uint64_t* bar, std::uint32_t parity) {
   using namespace cplab_emu;
   yield();

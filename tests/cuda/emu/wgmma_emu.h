@@ -115,7 +115,7 @@ inline std::uint16_t operand(std::uint64_t desc, bool mn_major, int mn, int k) {
   const auto u = [](int x) { return static_cast<std::uint32_t>(x); };
   const std::uint32_t off = mn_major ? 2 * u(mn % 64) + u(mn / 64) * lbo + 128 * u(k % 8) + u(k / 8) * sbo
                                      : 128 * u(mn % 8) + u(mn / 8) * sbo + 2 * u(k);
-  const std::uint32_t a = start + off, swz = a ^ (((a >> 7) & 7u) << 4);
+  const std::uint32_t a = start + off, swz = hw_swizzle128(a);
   std::uint16_t x;
   std::memcpy(&x, smem_pointer(swz, 2), 2);
   return x;
