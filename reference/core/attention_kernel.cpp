@@ -122,29 +122,15 @@ inline index_t widest_block(const Mask& m, index_t sq, index_t sk) {
   return std::min(w, kKeyBlock);
 }
 
-// The calling thread's scratch of `count` elements for buffer `slot` (0, 1), contents undefined. Kept
-// between calls (the kernel runs once per tile, and a fresh buffer costs page faults and zeroing every
-// time), but never more than kKeepScratch bytes a thread once the call is over (release_scratch).
-inline constexpr size_t kKeepScratch = size_t{64} << 20;
-template <class T>
-std::vector<T>& scratch_vector(int slot) {
-  thread_local std::vector<T> buf[2];
-  return buf[slot];
-}
+// The calling thread's scratch of `count` elements (at most kRowBlock x kKeyBlock: 2 MiB of
+// doubles) for buffer `slot` (0, 1), contents undefined, kept between calls (the kernel runs once
+// per tile, and a fresh buffer costs page faults and zeroing every time).
 template <class T>
 T* scratch(int slot, index_t count) {
-  std::vector<T>& b = scratch_vector<T>(slot);
-  if (b.size() < sz(count)) {
-    b.clear();
-    b.shrink_to_fit();  // not both buffers at once
-    b.resize(sz(count));
-  }
+  thread_local std::vector<T> buf[2];
+  std::vector<T>& b = buf[slot];
+  if (b.size() < sz(count)) b.resize(sz(count));
   return b.data();
-}
-template <class T>
-void release_scratch(int slot) {
-  std::vector<T>& b = scratch_vector<T>(slot);
-  if (b.size() * sizeof(T) > kKeepScratch) std::vector<T>().swap(b);
 }
 
 }  // namespace
@@ -229,7 +215,6 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
         }
       }
     }
-    release_scratch<T>(0);
   });
 }
 
@@ -302,8 +287,6 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
         }
       }
     }
-    release_scratch<T>(0);
-    release_scratch<T>(1);
   });
   for (index_t g = 0; g < k.h; ++g)  // the later row groups' dK / dV, in group order
     for (index_t r = 1; r < groups; ++r) {
