@@ -34,10 +34,6 @@ T exp_sum_generic(T* x, std::int64_t n, T c) {
   return r.sum();
 }
 template <class T>
-void exp_generic(T* x, std::int64_t n, T c) {
-  if (n > 0) Row<T>(x, n) = (Row<T>(x, n) - c).exp();
-}
-template <class T>
 void grad_generic(T* ds, const T* p, std::int64_t n, T delta) {
   if (n > 0) Row<T>(ds, n) = CRow<T>(p, n) * (Row<T>(ds, n) - delta);
 }
@@ -145,8 +141,9 @@ AVX2 T max_avx2(const T* x, std::int64_t n) {
   return m;
 }
 
-// x[j] = exp(x[j] - c) for j < n; the tail goes through one vector padded with -inf (exp: 0)
-template <class T, bool Sum>
+// x[j] = exp(x[j] - c) for j < n, and their sum; the tail goes through one vector padded with -inf
+// (exp: 0)
+template <class T>
 AVX2 T exp_avx2(T* x, std::int64_t n, T c) {
   using X = V<T>;
   const typename X::R vc = X::set(c);
@@ -155,7 +152,7 @@ AVX2 T exp_avx2(T* x, std::int64_t n, T c) {
   for (; j + X::w <= n; j += X::w) {
     const typename X::R e = X::exp(X::sub(X::load(x + j), vc));
     X::store(x + j, e);
-    if constexpr (Sum) acc = X::add(acc, e);
+    acc = X::add(acc, e);
   }
   if (j < n) {
     Lanes<T> t;
@@ -164,9 +161,8 @@ AVX2 T exp_avx2(T* x, std::int64_t n, T c) {
     const typename X::R e = X::exp(X::sub(X::load(t.v), vc));
     X::store(t.v, e);
     std::copy(t.v, t.v + (n - j), x + j);
-    if constexpr (Sum) acc = X::add(acc, e);
+    acc = X::add(acc, e);
   }
-  if constexpr (!Sum) return T(0);
   Lanes<T> l;
   X::store(l.v, acc);
   T s = 0;
@@ -196,22 +192,15 @@ template <class T>
 struct Kernels {
   T (*max)(const T*, std::int64_t);
   T (*exp_sum)(T*, std::int64_t, T);
-  T (*exp)(T*, std::int64_t, T);
   void (*grad)(T*, const T*, std::int64_t, T);
 };
 
 template <class T>
-T exp_only_generic(T* x, std::int64_t n, T c) {
-  exp_generic(x, n, c);
-  return T(0);
-}
-
-template <class T>
 const Kernels<T>& kernels(Route route) {
-  static const Kernels<T> generic{max_generic<T>, exp_sum_generic<T>, exp_only_generic<T>, grad_generic<T>};
+  static const Kernels<T> generic{max_generic<T>, exp_sum_generic<T>, grad_generic<T>};
 #ifdef CPLAB_ROW_AVX2
   static const bool avx2 = cpu_has_avx2_fma();
-  static const Kernels<T> wide{max_avx2<T>, exp_avx2<T, true>, exp_avx2<T, false>, grad_avx2<T>};
+  static const Kernels<T> wide{max_avx2<T>, exp_avx2<T>, grad_avx2<T>};
   if (route == Route::fast && avx2) return wide;
 #else
   (void)route;
@@ -231,7 +220,7 @@ T exp_shift_sum(Route route, T* x, std::int64_t n, T c) {
 }
 template <class T>
 void exp_shift(Route route, T* x, std::int64_t n, T c) {
-  kernels<T>(route).exp(x, n, c);
+  kernels<T>(route).exp_sum(x, n, c);  // the same values; the sum (one vector add) unused
 }
 template <class T>
 void grad_scores(Route route, T* ds, const T* p, std::int64_t n, T delta) {
