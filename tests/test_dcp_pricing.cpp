@@ -4,7 +4,9 @@
 // What it is: on random multiple-choice knapsacks of up to 12 samples (every subset and size
 // enumerated), PatternPricer's V equals the true maximum and the pattern it returns is real (its
 // time at most T, its value V); on lists long enough to be compressed, V may only over-estimate;
-// on code_longtail batches at 64 ranks the LP raises the bound and stays below cplab's makespan.
+// on code_longtail batches at 64 ranks the LP raises the bound and stays below cplab's makespan, and
+// on a 256-sample megatron_example batch its bucketed weights (dcp_config_lp.cpp) prove what one shared
+// weight could not.
 // What it is not: the bound's test against optima (test_dcp_optimum.cpp).
 #include <doctest/doctest.h>
 
@@ -136,4 +138,25 @@ TEST_CASE("dcp pricing: the rank-pattern LP raises the bound at 64 ranks and sta
   }
   MESSAGE("the LP raised the bound on " << raised << " of 6");
   CHECK(raised >= 3);
+}
+
+TEST_CASE("dcp pricing: on 256 samples the LP's bucketed weights raise megatron_example batch 15 above 16.93") {
+  // batch 15 of `cplab schedule --dist data/dcp/megatron_example.json --batch-size 256 --ranks 64
+  // --max-seqlen-per-rank 4096 --cost overhead` (seed 0): the tests before the LP give 16.769 and
+  // cplab's makespan is 17.068. With one weight shared by all samples shorter than T0 / 16 (issue
+  // 24's third pass) the LP proved nothing there; with a weight per bucket of least work
+  // (dcp_config_lp.cpp, kBucket) it proves 16.938 (a weight per sample: 17.039, too slow to run)
+  const LengthDist d = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/megatron_example.json");
+  const CostModel cost = parse_cost("overhead", "");
+  std::mt19937_64 rng(0);
+  std::vector<std::int64_t> L;
+  for (int b = 0; b <= 15; ++b) L = sample_batch(d, 256, rng);
+  DcpBound base;
+  const DcpSchedule s = schedule_cplab(L, 64, 4096, cost, &base);
+  const DcpBound lp = sharpen_bound(L, 64, 4096, cost, base, s.makespan);
+  CAPTURE(base.moldable);
+  CAPTURE(s.makespan);
+  CHECK(base.moldable < 16.8);
+  CHECK(lp.moldable >= 16.93);
+  CHECK(lp.moldable <= s.makespan * (1 + kRelTol));
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace cplab {
 
@@ -18,7 +19,14 @@ constexpr int kGridShared = 512;  // the same on batches of more than kOwnWeight
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
-constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
+constexpr size_t kOwnWeights = 96;
+// on larger batches: samples whose longest time is below kOwnShare * T0 share a weight per bucket of
+// least work kBucket wide (log scale). megatron_example, 256 samples on 64 ranks, 1000 batches: one
+// shared weight for all of them (issue 24's third pass) 1.0086 / 1.0273 (mean / p99 of cplab / bound),
+// the command 4.3 s wall on 2 cores; buckets 7% wide 1.0078 / 1.0235, 7.1 s; 5% wide 1.0064 / 1.0173 on
+// 200 batches, 14 s per 1000 (over the issue's 10 s); with a weight per sample (no buckets) the LP
+// proves more still (one batch: 1.0178 -> 1.0017) but takes seconds per batch
+constexpr double kOwnShare = 0.1, kBucket = 0.07;  // batches up to this size: a weight per sample
 // exact pricing (dcp_pattern_price.h) on batches of at most kOwnWeights samples and at most
 // kExactPerRank per rank on average: with more samples per rank the patterns hold more of them,
 // the pricer's lists grow, and the LP needs more columns (megatron_example, 64 samples on 16 ranks,
@@ -235,22 +243,30 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   const size_t n = jobs.size();
   const double limit = static_cast<double>(N) * (1 + kRelTol);
   // LP variables: on batches of at most kOwnWeights samples one weight per sample; on larger ones
-  // one per sample with a size of t >= kBig * T0 and one shared weight lam for the others,
-  // pi_i = lam * (least work of i) (fewer variables: a faster LP; any weights are valid)
-  std::vector<size_t> var(n);
-  std::vector<double> scale(n, 1.0);
-  const double own = n <= kOwnWeights ? 0.0 : kBig * T0;  // a sample this long has its own weight
+  // one per sample whose longest time (at its smallest size) is at least kOwnShare * T0, and the
+  // others share one weight per bucket of least work w (buckets kBucket wide on a log scale):
+  // pi_i = x_v * w_i. Fewer variables make a faster LP, and any weights are valid. One weight for all
+  // of them (pi proportional to w, the area bound's weights) was what issue 24's third pass had:
+  // the LP's best weights are not proportional to w (the 128-token samples get about half the weight
+  // per unit of work of the 1K ones: they fill gaps), and with one shared weight the LP proved
+  // nothing on most 256-sample megatron_example batches (see kBucket)
+  std::vector<size_t> var(n);      // [sample] its variable
+  std::vector<double> scale(n, 1.0);  // [sample] pi_i = x_var * scale
+  const double own = n <= kOwnWeights ? 0.0 : kOwnShare * T0;
   const int grid = n <= kOwnWeights ? kGrid : kGridShared;
-  size_t nv = 0, lam = n;
+  size_t nv = 0;
+  std::map<long, size_t> bucket;  // [floor(log w / log(1 + kBucket))] its shared variable
   for (size_t i = 0; i < n; ++i) {
-    double work = std::numeric_limits<double>::infinity();
-    for (const auto& [c, t] : jobs[i]) work = std::min(work, static_cast<double>(c) * t);
     if (jobs[i].front().t >= own) {  // its longest time: at its smallest size
       var[i] = nv++;
-    } else {
-      if (lam == n) lam = nv++;
-      var[i] = lam, scale[i] = work;
+      continue;
     }
+    double work = std::numeric_limits<double>::infinity();
+    for (const auto& [c, t] : jobs[i]) work = std::min(work, static_cast<double>(c) * t);
+    const auto key = static_cast<long>(std::floor(std::log(work) / std::log(1 + kBucket)));
+    auto it = bucket.find(key);
+    if (it == bucket.end()) it = bucket.emplace(key, nv++).first;
+    var[i] = it->second, scale[i] = work;
   }
   Tableau tab{nv, {}, {}, {}, std::vector<double>(nv, 0.0), 0};
   auto to_row = [&](const std::vector<double>& per_sample) {
@@ -332,10 +348,10 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       }
       for (size_t b = 0; b < bins.size() && b < static_cast<size_t>(N); ++b)
         if (!tab.add(to_row(bins[b]))) return proven;
-      for (size_t i = 0; i < n; ++i) {  // the area weights: pi_i = least c t (lam = 1)
+      for (size_t i = 0; i < n; ++i) {  // the area weights: pi_i = least c t
         double w = std::numeric_limits<double>::infinity();
         for (const auto& [ci, ti] : jobs[i]) w = std::min(w, static_cast<double>(ci) * ti);
-        center[var[i]] = var[i] == lam ? 1.0 : w;
+        center[var[i]] = scale[i] != 1.0 ? 1.0 : w;  // shared: x = 1 gives pi = w
       }
     }
     // Wentges smoothing: weights are asked at a mix of the best certificate so far (scaled to
