@@ -1,12 +1,15 @@
 // dcp_config_lp.cpp: column generation over rank patterns (see dcp_config_lp.h).
 #include "dcp/dcp_config_lp.h"
+#include "core/avx2_dispatch.h"
 #include "core/util.h"
 #include "dcp/dcp_pattern_price.h"
+#include "dcp/dcp_tableau.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <type_traits>
 
 namespace cplab {
 
@@ -19,14 +22,16 @@ constexpr int kGridShared = 512;  // the same on batches of more than kOwnWeight
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
-constexpr size_t kOwnWeights = 96;
+constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
 // on larger batches: samples whose longest time is below kOwnShare * T0 share a weight per bucket of
-// least work kBucket wide (log scale). megatron_example, 256 samples on 64 ranks, 1000 batches: one
-// shared weight for all of them (issue 24's third pass) 1.0086 / 1.0273 (mean / p99 of cplab / bound),
-// the command 4.3 s wall on 2 cores; buckets 7% wide 1.0078 / 1.0235, 7.1 s; 5% wide 1.0064 / 1.0173 on
-// 200 batches, 14 s per 1000 (over the issue's 10 s); with a weight per sample (no buckets) the LP
-// proves more still (one batch: 1.0178 -> 1.0017) but takes seconds per batch
-constexpr double kOwnShare = 0.1, kBucket = 0.07;  // batches up to this size: a weight per sample
+// least work kBucket wide (log scale). megatron_example, 256 samples on 64 ranks, 1000 batches, 2
+// threads on 2 cores (mean / p99 of cplab / bound, the whole command's wall time): one shared weight
+// for all of them (issue 24's third pass) 1.0085 / 1.0273, 4.2 s; buckets 7% wide 1.0078 / 1.0235;
+// 6% 1.0073 / 1.0205, 6.2 s; 5% 1.0064 / 1.0182, 8.4 s (the float knapsack and AVX2 tableau rows
+// included). Narrower buckets prove more but cost more (4%: 1.0060 / 1.0167 on 200 batches, 1.5x
+// the time of 5%); a weight per sample proves more still (batch 15: 1.0178 -> 1.0017) but takes
+// seconds per batch
+constexpr double kOwnShare = 0.1, kBucket = 0.05;
 // exact pricing (dcp_pattern_price.h) on batches of at most kOwnWeights samples and at most
 // kExactPerRank per rank on average: with more samples per rank the patterns hold more of them,
 // the pricer's lists grow, and the LP needs more columns (megatron_example, 64 samples on 16 ranks,
@@ -37,114 +42,38 @@ constexpr int kCheap = 4000;  // greedy patterns at most for one T (exact pricin
 
 using Jobs = std::vector<std::vector<SizeOption>>;
 
-// the restricted dual LP: max sum x subject to rows a . x <= 1, x >= 0, as a dense tableau in
-// canonical form (columns: the n variables, then one slack per row; rhs: the rows' values). Rows
-// whose slack is basic and positive (constraints not tight) are dropped after each addition.
-struct Tableau {
-  size_t n;
-  std::vector<std::vector<double>> rows;
-  std::vector<double> rhs;
-  std::vector<size_t> basic;  // [row] its basic column
-  std::vector<double> obj;    // reduced costs (optimal when all >= 0)
-  double value = 0;           // the objective, sum x
-  size_t cols() const { return obj.size(); }
-  // a new row with its own slack column (coefficient 1 there), basic in that slack
-  void append(std::vector<double> row, double b) {
-    for (std::vector<double>& r : rows) r.push_back(0.0);
-    obj.push_back(0.0);
-    row.resize(cols(), 0.0);
-    row.back() = 1;
-    rows.push_back(std::move(row));
-    rhs.push_back(b);
-    basic.push_back(cols() - 1);
-  }
-  void pivot(size_t r, size_t j) {
-    std::vector<double>& pr = rows[r];
-    const double d = pr[j];
-    for (double& x : pr) x /= d;
-    rhs[r] /= d;
-    for (size_t q = 0; q < rows.size(); ++q) {
-      if (q == r || rows[q][j] == 0) continue;
-      const double f = rows[q][j];
-      for (size_t k = 0; k < pr.size(); ++k) rows[q][k] -= f * pr[k];
-      rhs[q] -= f * rhs[r];
-    }
-    const double f = obj[j];
-    for (size_t k = 0; k < pr.size(); ++k) obj[k] -= f * pr[k];
-    value -= f * rhs[r];
-    basic[r] = j;
-  }
-  void drop_slack_rows() {
-    for (size_t q = rows.size(); q-- > 0;) {
-      const size_t j = basic[q];
-      if (j < n || rhs[q] <= 1e-7) continue;
-      rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(q));
-      rhs.erase(rhs.begin() + static_cast<std::ptrdiff_t>(q));
-      basic.erase(basic.begin() + static_cast<std::ptrdiff_t>(q));
-      for (std::vector<double>& r : rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(j));
-      obj.erase(obj.begin() + static_cast<std::ptrdiff_t>(j));
-      for (size_t& b : basic) b -= b > j ? 1 : 0;
-    }
-  }
-  // adds a . x <= 1 and restores optimality by dual simplex; false on numerical trouble
-  bool add(const std::vector<double>& a) {
-    std::vector<double> row(a.begin(), a.end());
-    row.resize(cols(), 0.0);
-    double b = 1;
-    for (size_t q = 0; q < rows.size(); ++q) {
-      const double f = row[basic[q]];
-      if (f == 0) continue;
-      for (size_t k = 0; k < row.size(); ++k) row[k] -= f * rows[q][k];
-      b -= f * rhs[q];
-    }
-    append(std::move(row), b);
-    // dual simplex: the most negative rhs leaves, the least ratio enters; on degenerate tableaus
-    // (many patterns with the same value, e.g. greedy ones) that can cycle, so after kDantzig
-    // pivots Bland's rule takes over (the row whose basic column comes first, the first column
-    // among the least ratios), which terminates
-    constexpr int kDantzig = 50, kPivots = 5000;
-    for (int it = 0; it < kPivots; ++it) {
-      const bool bland = it >= kDantzig;
-      size_t r = rows.size();
-      double worst = -kRelTol;
-      for (size_t q = 0; q < rows.size(); ++q)
-        if (rhs[q] < -kRelTol && (bland ? (r == rows.size() || basic[q] < basic[r]) : rhs[q] < worst)) worst = rhs[q], r = q;
-      if (r == rows.size()) {
-        drop_slack_rows();
-        return true;
-      }
-      size_t enter = cols();
-      double ratio = std::numeric_limits<double>::infinity();
-      for (size_t j = 0; j < cols(); ++j)
-        if (rows[r][j] < -1e-12 && std::max(obj[j], 0.0) / -rows[r][j] < ratio) ratio = std::max(obj[j], 0.0) / -rows[r][j], enter = j;
-      if (enter == cols()) return false;
-      if (bland)  // the first column whose ratio ties the least
-        for (size_t j = 0; j < enter; ++j)
-          if (rows[r][j] < -1e-12 && std::max(obj[j], 0.0) / -rows[r][j] <= ratio * (1 + 1e-12) + 1e-15) {
-            enter = j;
-            break;
-          }
-      pivot(r, enter);
-    }
-    return false;
-  }
-  std::vector<double> weights() const {
-    std::vector<double> x(n, 0.0);
-    for (size_t q = 0; q < rows.size(); ++q)
-      if (basic[q] < n) x[basic[q]] = std::max(0.0, rhs[q]);
-    return x;
-  }
-};
+// the knapsack's step: to[k] = max(to[k], from[k] + v), k < len, with an AVX2 variant chosen at run
+// time (both round alike). Cell is double on batches of at most kOwnWeights samples and float on
+// larger ones: half the memory traffic and twice the lanes (megatron_example, 256 samples on 64
+// ranks, 1000 batches: the command 8.7 s wall instead of 10.1 s, the same bounds). In float the
+// sums may round down, so best_pattern scales V up by kFloatSlack to stay an over-estimate: a
+// pattern holds at most 16 big sizes (t >= T / 16 each), so a cell sums at most 16 positive values,
+// each rounded up to a float, each addition off by at most 2^-24 of the sum, under 1e-6 in all.
+// Float is not used on the smaller batches because it changed which patterns the column generation
+// found, and that was measurably worse there: megatron_example, 64 samples on 16 ranks, p99 1.0166
+// instead of 1.0145.
+constexpr double kFloatSlack = 2e-6;
+template <class Cell>
+Cell cell_up(double v) {  // v rounded up to a Cell
+  const Cell f = static_cast<Cell>(v);
+  return static_cast<double>(f) < v ? std::nextafter(f, std::numeric_limits<Cell>::infinity()) : f;
+}
+template <class Cell>
+void relax_generic(Cell* __restrict to, const Cell* __restrict from, size_t len, Cell v) {
+  for (size_t k = 0; k < len; ++k) to[k] = std::max(to[k], from[k] + v);
+}
+template <class Cell>
+CPLAB_AVX2 void relax_avx2(Cell* __restrict to, const Cell* __restrict from, size_t len, Cell v) {
+  for (size_t k = 0; k < len; ++k) to[k] = std::max(to[k], from[k] + v);
+}
+template <class Cell>
+void relax(Cell* to, const Cell* from, size_t len, Cell v) {
+  cpu_has_avx2() ? relax_avx2(to, from, len, v) : relax_generic(to, from, len, v);
+}
 
-// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample); adds
-// the dynamic programme's cells (one per state and big size) to `cells`.
-// The programme keeps values only (a branch-free max the compiler vectorizes) and every stage's
-// table; the pattern is read back from the stages (an option was taken where the value changed).
-// `stages` is the caller's buffer, kept between calls (a fresh table each call costs page faults)
-double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, int grid, std::vector<double>& pattern,
-                    std::int64_t& cells, std::vector<double>& stages) {
-  const double u = T / grid;
-  const size_t G = static_cast<size_t>(grid) + 1;
+// best_pattern's buffers, kept between calls (fresh ones each call cost more in allocations and
+// page faults than the arithmetic)
+struct PricingScratch {
   struct Small {
     size_t i;
     double v, t, c;
@@ -154,80 +83,112 @@ double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, i
     int w;
     double v;
   };
+  // [big sample + 1][k] the best value within k grid units, in double or float (relax())
+  std::vector<double> stages_double;
+  std::vector<float> stages_float;
   std::vector<Small> small;
-  // [big sample + 1][k] the best value within k grid units
+  std::vector<Big> big;         // the big sizes of every big sample, one after another
+  std::vector<size_t> big_end;  // [big sample] one past its last entry of `big`
+  std::vector<size_t> big_of;   // [big sample] sample index
+  std::vector<double> pt, pv;   // prefix sums of the small sizes' times and values
+};
+
+// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample); adds
+// the dynamic programme's cells (one per state and big size) to `cells`.
+// The programme keeps values only (relax(), in float) and every stage's table; the pattern is read
+// back from the stages (an option was taken where the value changed).
+template <class Cell>
+double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, int grid, std::vector<double>& pattern,
+                    std::int64_t& cells, PricingScratch& s) {
+  constexpr Cell kNoCell = -std::numeric_limits<Cell>::infinity();
+  using Small = PricingScratch::Small;
+  using Big = PricingScratch::Big;
+  const double u = T / grid;
+  const size_t G = static_cast<size_t>(grid) + 1;
+  std::vector<Cell>& stages = [&]() -> std::vector<Cell>& {
+    if constexpr (std::is_same_v<Cell, float>) return s.stages_float;
+    else return s.stages_double;
+  }();
   if (stages.size() < (jobs.size() + 1) * G) stages.resize((jobs.size() + 1) * G);
-  std::fill(stages.begin(), stages.begin() + G, kNegInf);
+  std::fill(stages.begin(), stages.begin() + G, kNoCell);
   stages[0] = 0;
+  s.small.clear(), s.big.clear(), s.big_end.clear(), s.big_of.clear();
   int reach = 0;  // the largest state reached so far
-  std::vector<std::vector<Big>> big_opts;    // [big sample] its big sizes
-  std::vector<size_t> big_of;                // [big sample] sample index
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (pi[i] <= 0) continue;
-    std::vector<Big> opts;
+    const size_t first = s.big.size();
+    int wmax = 0;
     for (size_t o = 0; o < jobs[i].size(); ++o) {
       const auto& [c, t] = jobs[i][o];
       if (t > T) continue;
-      if (t >= kBig * T) opts.push_back({o, static_cast<int>(std::floor(t / u)), pi[i] / static_cast<double>(c)});
-      else small.push_back({i, pi[i] / static_cast<double>(c), t, static_cast<double>(c)});
+      const double v = pi[i] / static_cast<double>(c);
+      if (t >= kBig * T) {
+        s.big.push_back({o, static_cast<int>(std::floor(t / u)), v});
+        wmax = std::max(wmax, s.big.back().w);
+      } else {
+        s.small.push_back({i, v, t, static_cast<double>(c)});
+      }
     }
-    if (opts.empty()) continue;
-    const size_t b = big_of.size();
-    const double* dp = stages.data() + b * G;
-    double* next = stages.data() + (b + 1) * G;
+    if (s.big.size() == first) continue;
+    const size_t b = s.big_of.size();
+    const Cell* dp = stages.data() + b * G;
+    Cell* next = stages.data() + (b + 1) * G;
     // states above `reach` are still unreachable (-inf): copied, never read as a source
-    int wmax = 0;
-    for (const Big& x : opts) wmax = std::max(wmax, x.w);
     const size_t top = std::min<size_t>(G, static_cast<size_t>(reach) + 1);
     std::copy(dp, dp + top, next);
-    std::fill(next + top, next + G, kNegInf);
-    for (const Big& x : opts) {
+    std::fill(next + top, next + G, kNoCell);
+    for (size_t e = first; e < s.big.size(); ++e) {
+      const Big& x = s.big[e];
       const size_t len = std::min(top, G - static_cast<size_t>(x.w));
       cells += static_cast<std::int64_t>(len);
-      const double* from = dp;
-      double* to = next + x.w;
-      for (size_t k = 0; k < len; ++k) to[k] = std::max(to[k], from[k] + x.v);
+      relax(next + x.w, dp, len, cell_up<Cell>(x.v));
     }
     reach = std::min(grid, reach + wmax);
-    big_opts.push_back(std::move(opts));
-    big_of.push_back(i);
+    s.big_end.push_back(s.big.size());
+    s.big_of.push_back(i);
   }
-  const double* dp = stages.data() + big_of.size() * G;
+  const Cell* dp = stages.data() + s.big_of.size() * G;
+  std::vector<Small>& small = s.small;
   std::sort(small.begin(), small.end(), [](const Small& a, const Small& b) { return a.v * b.t > b.v * a.t; });
   // fill(cap): the fractional knapsack of the small sizes, as prefix sums
-  std::vector<double> pt(small.size() + 1, 0.0), pv(small.size() + 1, 0.0);
-  for (size_t q = 0; q < small.size(); ++q) pt[q + 1] = pt[q] + small[q].t, pv[q + 1] = pv[q] + small[q].v;
-  auto fill = [&](double cap) {
-    const size_t q = static_cast<size_t>(std::upper_bound(pt.begin(), pt.end(), cap) - pt.begin()) - 1;
-    return q >= small.size() ? pv[q] : pv[q] + small[q].v * (cap - pt[q]) / small[q].t;
-  };
+  const size_t m = small.size();
+  s.pt.assign(m + 1, 0.0), s.pv.assign(m + 1, 0.0);
+  for (size_t q = 0; q < m; ++q) s.pt[q + 1] = s.pt[q] + small[q].t, s.pv[q + 1] = s.pv[q] + small[q].v;
+  // q: the last prefix with pt[q] <= cap; cap falls as k grows, so q only moves down
   double V = kNegInf;
   int kb = 0;
+  size_t q = m;
   for (int k = 0; k <= grid; ++k) {
-    if (dp[k] == kNegInf) continue;
-    const double val = dp[k] + fill(std::max(0.0, T - k * u));
+    if (dp[k] == kNoCell) continue;
+    const double cap = std::max(0.0, T - k * u);
+    while (s.pt[q] > cap) --q;
+    const double fill = q >= m ? s.pv[q] : s.pv[q] + small[q].v * (cap - s.pt[q]) / small[q].t;
+    const double val = static_cast<double>(dp[k]) + fill;
     if (val > V) V = val, kb = k;
   }
   pattern.assign(jobs.size(), 0.0);
   double cap = std::max(0.0, T - kb * u);
-  for (const Small& x : small) {
+  for (size_t e = 0; e < m; ++e) {
+    const Small& x = small[e];
     if (cap <= 0) break;
     const double f = std::min(1.0, cap / x.t);
     pattern[x.i] += f / x.c;
     cap -= f * x.t;
   }
-  for (size_t b = big_of.size(); b-- > 0;) {
-    const double* before = stages.data() + b * G;
-    const double after = stages[(b + 1) * G + static_cast<size_t>(kb)];
+  for (size_t b = s.big_of.size(); b-- > 0;) {
+    const Cell* before = stages.data() + b * G;
+    const Cell after = stages[(b + 1) * G + static_cast<size_t>(kb)];
     if (after == before[kb]) continue;  // sample b not in the pattern
-    for (const Big& x : big_opts[b])
-      if (x.w <= kb && before[kb - x.w] + x.v == after) {
-        pattern[big_of[b]] += 1.0 / static_cast<double>(jobs[big_of[b]][x.o].c);
+    for (size_t e = b == 0 ? 0 : s.big_end[b - 1]; e < s.big_end[b]; ++e) {
+      const Big& x = s.big[e];
+      if (x.w <= kb && static_cast<Cell>(before[kb - x.w] + cell_up<Cell>(x.v)) == after) {
+        pattern[s.big_of[b]] += 1.0 / static_cast<double>(jobs[s.big_of[b]][x.o].c);
         kb -= x.w;
         break;
       }
+    }
   }
-  return V;
+  return std::is_same_v<Cell, float> && V > 0 ? V * (1 + kFloatSlack) : V;
 }
 
 }  // namespace
@@ -285,12 +246,12 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   double proven = 0;
   int added = 0;
   std::int64_t cells = 0;
-  std::vector<double> stages;  // best_pattern's tables
+  PricingScratch scratch;  // best_pattern's buffers
   PatternPricer exact;
   const bool exact_pricing = n <= kOwnWeights && n <= kExactPerRank * static_cast<size_t>(N);
   double ptime = 0;
   const auto price = [&](const std::vector<double>& pi, double T) {
-    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : best_pattern(jobs, pi, T, grid, pattern, cells, stages);
+    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : (n <= kOwnWeights ? best_pattern<double> : best_pattern<float>)(jobs, pi, T, grid, pattern, cells, scratch);
   };
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
