@@ -16,12 +16,15 @@
 //     of 1.0068 on 40 batches, exact pricing 1.0037 (a rank cannot be filled to exactly T; the
 //     rounding and the fractional small sizes pretend it can).
 //   other batches (faster, weaker): sizes with t >= T/16 ("big") go through a dynamic programme
-//     on t rounded DOWN to T/512 (every real pattern is still admitted), the others are added
-//     fractionally by value per time (the LP relaxation of a knapsack is at least its optimum),
-//     and a sample may be counted once among the big sizes and again among the small ones; samples
-//     whose every size has t < T0/16 share one weight pi_i = lam * (least work of i).
+//     on t rounded DOWN to T/1024 (T/512 on batches of more than 96 samples, in float there, V then
+//     scaled up by 2e-6 for the float rounding; every real pattern is still admitted), the others
+//     are added fractionally by value per time (the LP relaxation of a knapsack is at least its
+//     optimum), and a sample may be counted once among the big sizes and again among the small
+//     ones. On batches of more than 96 samples, samples whose every size has t < T0/10 share a
+//     weight per 5%-wide bucket of least work w: pi_i = x_bucket * w_i (one weight for all of them,
+//     as before issue 24's fourth pass, proved nothing on most 256-sample megatron_example batches).
 // The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
-// the patterns found so far; a dense tableau, dual simplex after each added pattern, slack rows
+// the patterns found so far; dcp_tableau.h, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
 // (Wentges smoothing), the pricing gives V and the pattern reaching it, which is added
 // while it cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
@@ -32,7 +35,8 @@
 // (long only because of the per-step ring latency of CP 32 or 64) counted as "big": every sample
 // had its own weight and the programme ran over several sizes of every sample, about 10x the
 // work on 256 samples on 64 ranks, and the dual simplex failed numerically on some batches. The
-// programme keeps values only (a vectorized max), its tables in one buffer reused between calls.
+// programme keeps values only (a vectorized max, AVX2 where the CPU has it), its tables and lists in
+// buffers reused between calls.
 // The dual simplex switches to Bland's rule after 50 pivots of one addition: on degenerate
 // tableaus it cycled (500 pivots, then the LP gave up: on three batches of web_lognormal on 64
 // ranks examined, the bound came out 2.4-3.5% below the rounded programme's).
