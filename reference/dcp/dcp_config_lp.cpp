@@ -95,7 +95,7 @@ struct PricingScratch {
 
 // V over-estimated as in the header; writes the pattern reaching it (coefficient per sample); adds
 // the dynamic programme's cells (one per state and big size) to `cells`.
-// The programme keeps values only (relax(), in float) and every stage's table; the pattern is read
+// The programme keeps values only (relax(), in Cell) and every stage's table; the pattern is read
 // back from the stages (an option was taken where the value changed).
 template <class Cell>
 double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, int grid, std::vector<double>& pattern,
@@ -210,7 +210,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   // of them (pi proportional to w, the area bound's weights) was what issue 24's third pass had:
   // the LP's best weights are not proportional to w (the 128-token samples get about half the weight
   // per unit of work of the 1K ones: they fill gaps), and with one shared weight the LP proved
-  // nothing on most 256-sample megatron_example batches (see kBucket)
+  // little on 256-sample megatron_example batches (nothing on batch 15; see kBucket)
   std::vector<size_t> var(n);      // [sample] its variable
   std::vector<double> scale(n, 1.0);  // [sample] pi_i = x_var * scale
   const double own = n <= kOwnWeights ? 0.0 : kOwnShare * T0;

@@ -22,7 +22,7 @@
 //     optimum), and a sample may be counted once among the big sizes and again among the small
 //     ones. On batches of more than 96 samples, samples whose every size has t < T0/10 share a
 //     weight per 5%-wide bucket of least work w: pi_i = x_bucket * w_i (one weight for all of them,
-//     as before issue 24's fourth pass, proved nothing on most 256-sample megatron_example batches).
+//     as before issue 24's fourth pass, proved little on 256-sample megatron_example batches).
 // The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
 // the patterns found so far; dcp_tableau.h, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
