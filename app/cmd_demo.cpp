@@ -50,7 +50,7 @@ int demo_action(DemoOptions& o) {
                                  {Mode::a2a, Layout::zigzag, true},
                                  {Mode::a2a, Layout::zigzag, true, 0, 0, cu},
                                  {Mode::a2a_p2p, Layout::zigzag, true, icp, P / icp}};
-  const double tol = o.dtype == "double" ? 1e-10 : 1e-4;
+  const double tol = run_tolerance(o.dtype);
   nlohmann::json out = nlohmann::json::array();
   if (!o.json) {
     std::printf("cplab demo: cp %lld, seq %lld, heads %lld (kv %lld), head-dim %lld, %s, forward + backward,\n"

@@ -209,7 +209,7 @@ TEST_CASE("cpu kernel: every mode x mask on the fast route, against dense and th
         const RouteGuard g(RouteChoice::portable);
         portable = run_experiment(s, in);
       }
-      const double tol = dtype == "double" ? 1e-10 : 1e-4;
+      const double tol = run_tolerance(dtype);
       CHECK(fast.max_error() <= tol);
       CHECK(portable.max_error() <= tol);
       CHECK(between(fast, portable) <= tol);

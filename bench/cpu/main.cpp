@@ -30,6 +30,7 @@
 #include "cpu_bench.h"
 #include "cpu_machine.h"
 #include "modes/mode_table.h"
+#include "run/experiment.h"
 
 namespace {
 
@@ -156,7 +157,7 @@ int run(const Args& a) {
   for (const std::string& dt : split(a.dtypes))
     for (const std::string& m : modes) {
       const CpSpec spec = mode_spec(a, m, a.check_seq);
-      const double err = check_mode(spec, dt), tol = dt == "double" ? 1e-10 : 1e-4;
+      const double err = check_mode(spec, dt), tol = run_tolerance(dt);
       const bool pass = err <= tol;
       ok = ok && pass;
       std::printf("  %-22s %-6s %.2e  (tolerance %.0e)  %s\n", label(spec).c_str(), dt.c_str(), err, tol,

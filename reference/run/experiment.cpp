@@ -182,6 +182,8 @@ std::vector<double> sink_inputs(const RunSpec& s) {
   return x;
 }
 
+double run_tolerance(const std::string& dtype) { return dtype == "double" ? 1e-10 : 1e-4; }
+
 double RunReport::max_error() const {
   double m = 0;
   for (const auto& e : {err_o, err_lse, err_dq, err_dk, err_dv, err_dsinks})

@@ -88,6 +88,11 @@ struct RunReport {
 
 RunReport run_experiment(const RunSpec& s, const Inputs& in);
 
+// the largest max_error() a run in `dtype` ("double" or "float") may have against the dense oracle,
+// one rule for `cplab demo`, the CPU benchmark and the tests: 1e-10 in double (observed ~1e-15),
+// 1e-4 in float (every output: O, LSE, dQ, dK, dV)
+double run_tolerance(const std::string& dtype);
+
 // The oracle: dense attention in double, one packed sequence at a time over its real tokens only (an
 // independent route from the packed token masks the modes use), on whole global tensors; padding
 // rows get O = 0, LSE = -inf and zero gradients. dq, dk, dv are computed when s.backward (dout
