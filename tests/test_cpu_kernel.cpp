@@ -26,14 +26,6 @@ using namespace cplab;
 
 namespace {
 
-// forces a route for the test's scope, and always restores the automatic rule
-struct RouteGuard {
-  explicit RouteGuard(RouteChoice c) { set_kernel_route(c); }
-  ~RouteGuard() { set_kernel_route(RouteChoice::automatic); }
-  RouteGuard(const RouteGuard&) = delete;
-  RouteGuard& operator=(const RouteGuard&) = delete;
-};
-
 template <class T>
 std::vector<T> uniform(size_t n, std::mt19937_64& rng, double lo = -1, double hi = 1) {
   std::uniform_real_distribution<double> u(lo, hi);
@@ -181,11 +173,11 @@ TEST_CASE("cpu kernel: the route rule (small calls portable, large fast, a force
   CHECK(kernel_route(static_cast<double>(kFastRouteWork) - 1) == Route::portable);
   CHECK(kernel_route(static_cast<double>(kFastRouteWork)) == Route::fast);
   {
-    const RouteGuard g(RouteChoice::fast);
+    const RouteScope g(RouteChoice::fast);
     CHECK(kernel_route(1) == Route::fast);
   }
   {
-    const RouteGuard g(RouteChoice::portable);
+    const RouteScope g(RouteChoice::portable);
     CHECK(kernel_route(1e12) == Route::portable);
   }
   CHECK(kernel_route(1e12) == Route::fast);
@@ -202,11 +194,11 @@ TEST_CASE("cpu kernel: every mode x mask on the fast route, against dense and th
       const Inputs in = make_inputs(s);
       RunReport fast, portable;
       {
-        const RouteGuard g(RouteChoice::fast);
+        const RouteScope g(RouteChoice::fast);
         fast = run_experiment(s, in);
       }
       {
-        const RouteGuard g(RouteChoice::portable);
+        const RouteScope g(RouteChoice::portable);
         portable = run_experiment(s, in);
       }
       const double tol = run_tolerance(dtype);
@@ -227,7 +219,7 @@ TEST_CASE("cpu kernel: the same bits on 1 and 2 threads when a lone KV head's ro
   const int saved = omp_get_max_threads();
   std::vector<RunReport> r;
   for (const int threads : {1, 2}) {
-    const RouteGuard g(RouteChoice::fast);
+    const RouteScope g(RouteChoice::fast);
     omp_set_num_threads(threads);
     r.push_back(run_experiment(s, in));
   }

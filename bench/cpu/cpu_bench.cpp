@@ -91,15 +91,8 @@ double check_mode(const CpSpec& spec, const std::string& dtype) {
   validate(rs);
   // the route the timings run (at the check's small size the automatic rule would pick the
   // portable one): the fast route, forced for this run only
-  set_kernel_route(RouteChoice::fast);
-  try {
-    const double err = run_experiment(rs, make_inputs(rs)).max_error();
-    set_kernel_route(RouteChoice::automatic);
-    return err;
-  } catch (...) {
-    set_kernel_route(RouteChoice::automatic);
-    throw;
-  }
+  const RouteScope fast(RouteChoice::fast);
+  return run_experiment(rs, make_inputs(rs)).max_error();
 }
 
 template double gemm_peak<float>(index_t, int, int);

@@ -35,7 +35,6 @@ Tensor3<double> heads_to(const Tensor3<double>& x, const std::vector<index_t>& p
   return y;
 }
 
-
 std::vector<index_t> all_tokens(index_t S) {
   std::vector<index_t> v(sz(S));
   std::iota(v.begin(), v.end(), index_t{0});

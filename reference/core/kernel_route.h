@@ -12,7 +12,8 @@
 // kernel_route(work) picks fast when a call's work (query rows x keys x query heads) is at least
 // kFastRouteWork, the size from which BLAS and wide vectors pay; small tiles (lessons, demo, most
 // tests) stay portable. set_kernel_route forces one route for every call (tests run both on the
-// same inputs); RouteChoice::automatic restores the rule.
+// same inputs); RouteChoice::automatic restores the rule. RouteScope forces one for a scope and
+// always restores the automatic rule (also when the scope throws).
 // What it is not: the products or the loops themselves (gemm.h, row_kernels.h).
 #pragma once
 
@@ -28,5 +29,12 @@ inline constexpr std::int64_t kFastRouteWork = std::int64_t{1} << 20;
 Route kernel_route(double work);
 // process-wide; call it outside parallel regions
 void set_kernel_route(RouteChoice c);
+
+struct RouteScope {
+  explicit RouteScope(RouteChoice c) { set_kernel_route(c); }
+  ~RouteScope() { set_kernel_route(RouteChoice::automatic); }
+  RouteScope(const RouteScope&) = delete;
+  RouteScope& operator=(const RouteScope&) = delete;
+};
 
 }  // namespace cplab

@@ -7,9 +7,9 @@
 #include <limits>
 #include <string>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#include "core/avx2_dispatch.h"
+#ifdef CPLAB_X86
 #include <immintrin.h>
-#define CPLAB_ROW_AVX2 1
 #endif
 
 namespace cplab {
@@ -38,7 +38,7 @@ void grad_generic(T* ds, const T* p, std::int64_t n, T delta) {
   if (n > 0) Row<T>(ds, n) = CRow<T>(p, n) * (Row<T>(ds, n) - delta);
 }
 
-#ifdef CPLAB_ROW_AVX2
+#ifdef CPLAB_X86
 #define AVX2 __attribute__((target("avx2,fma")))
 
 // exp of 4 doubles (Cephes / Eigen pexp_double); below log(DBL_MIN) the result is 0, NaN gives NaN
@@ -180,12 +180,6 @@ AVX2 void grad_avx2(T* ds, const T* p, std::int64_t n, T delta) {
 }
 
 #undef AVX2
-bool cpu_has_avx2_fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-#else
-bool cpu_has_avx2_fma() { return false; }
 #endif
 
 template <class T>
@@ -198,7 +192,7 @@ struct Kernels {
 template <class T>
 const Kernels<T>& kernels(Route route) {
   static const Kernels<T> generic{max_generic<T>, exp_sum_generic<T>, grad_generic<T>};
-#ifdef CPLAB_ROW_AVX2
+#ifdef CPLAB_X86
   static const bool avx2 = cpu_has_avx2_fma();
   static const Kernels<T> wide{max_avx2<T>, exp_avx2<T>, grad_avx2<T>};
   if (route == Route::fast && avx2) return wide;

@@ -215,6 +215,11 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   std::vector<double> scale(n, 1.0);  // [sample] pi_i = x_var * scale
   const double own = n <= kOwnWeights ? 0.0 : kOwnShare * T0;
   const int grid = n <= kOwnWeights ? kGrid : kGridShared;
+  std::vector<double> least(n);  // [sample] its least work c t over all its sizes
+  for (size_t i = 0; i < n; ++i) {
+    const SizeOption* lw = least_work_size(jobs[i], std::numeric_limits<double>::infinity());
+    least[i] = static_cast<double>(lw->c) * lw->t;
+  }
   size_t nv = 0;
   std::map<long, size_t> bucket;  // [floor(log w / log(1 + kBucket))] its shared variable
   for (size_t i = 0; i < n; ++i) {
@@ -222,12 +227,10 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       var[i] = nv++;
       continue;
     }
-    double work = std::numeric_limits<double>::infinity();
-    for (const auto& [c, t] : jobs[i]) work = std::min(work, static_cast<double>(c) * t);
-    const auto key = static_cast<long>(std::floor(std::log(work) / std::log(1 + kBucket)));
+    const auto key = static_cast<long>(std::floor(std::log(least[i]) / std::log(1 + kBucket)));
     auto it = bucket.find(key);
     if (it == bucket.end()) it = bucket.emplace(key, nv++).first;
-    var[i] = it->second, scale[i] = work;
+    var[i] = it->second, scale[i] = least[i];
   }
   Tableau tab{nv, {}, {}, {}, std::vector<double>(nv, 0.0), 0};
   auto to_row = [&](const std::vector<double>& per_sample) {
@@ -309,11 +312,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       }
       for (size_t b = 0; b < bins.size() && b < static_cast<size_t>(N); ++b)
         if (!tab.add(to_row(bins[b]))) return proven;
-      for (size_t i = 0; i < n; ++i) {  // the area weights: pi_i = least c t
-        double w = std::numeric_limits<double>::infinity();
-        for (const auto& [ci, ti] : jobs[i]) w = std::min(w, static_cast<double>(ci) * ti);
-        center[var[i]] = scale[i] != 1.0 ? 1.0 : w;  // shared: x = 1 gives pi = w
-      }
+      for (size_t i = 0; i < n; ++i) center[var[i]] = least[i] / scale[i];  // the area weights: pi_i = least c t
     }
     // Wentges smoothing: weights are asked at a mix of the best certificate so far (scaled to
     // V = 1) and the LP's weights; the patterns found are added while the LP's weights violate them

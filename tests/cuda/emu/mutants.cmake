@@ -3,7 +3,8 @@
 #
 # What it is: at configure time each mutant is the kernel file with one statement cut (a literal
 # text replaced by another), written to the build tree; an executable compiles the kernel's emu file
-# against it (its directory first on the include path) with that kernel's cases, and a test `kernel_emulation_mutant_<name>` passes only when that executable fails: exit status
+# against it (its directory first on the include path) with that kernel's cases, and a test
+# `kernel_emulation_mutant_<name>` passes only when that executable fails: exit status
 # not 0 and either doctest's FAILURE or the emulator's abort (cplab_emu: ...) in its output
 # (emu/expect_failure.cmake). If the text to cut is no longer in the kernel (it was edited), the
 # mutant's test fails, naming the text: a mutation test that cannot silently pass.
