@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <type_traits>
 
 namespace cplab {
@@ -17,20 +16,20 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int kGrid = 1024;    // big sizes' times rounded down to T / kGrid
-constexpr int kGridShared = 512;  // the same on batches of more than kOwnWeights samples (faster; measured
-                                  // on megatron_example, 256 samples: mean ratio 1.0084 instead of 1.0083)
+constexpr int kGridShared = 768;  // the same on batches of more than kOwnWeights samples (faster; megatron_example,
+                                  // 256 samples on 64 ranks, 1000 batches: mean 1.0047 in 8.6 s; 512: 1.0051 in 7.4 s)
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
 constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sample
-// on larger batches: samples whose longest time is below kOwnShare * T0 share a weight per bucket of
-// least work kBucket wide (log scale). megatron_example, 256 samples on 64 ranks, 1000 batches, 2
-// threads on 2 cores (mean / p99 of cplab / bound, the whole command's wall time): one shared weight
-// for all of them (issue 24's third pass) 1.0085 / 1.0273, 4.2 s; buckets 7% wide 1.0078 / 1.0235;
-// 6% 1.0073 / 1.0205, 6.2 s; 5% 1.0064 / 1.0182, 8.4 s (the float knapsack and AVX2 tableau rows
-// included). Narrower buckets prove more but cost more (4%: 1.0060 / 1.0167 on 200 batches, 1.5x
-// the time of 5%); a weight per sample proves more still (batch 15: 1.0178 -> 1.0017) but takes
-// seconds per batch
+// on larger batches: samples whose longest time is below kOwnShare * T0 share a level (one weight)
+// per bucket of least work kBucket wide (log scale; see the levels in config_lp_raise).
+// megatron_example, 256 samples on 64 ranks, 1000 batches, 2 threads on 2 cores (mean / p99 of
+// cplab / bound, the whole command's wall time), before the levels (a free weight per bucket, pi_i
+// proportional to w_i in it): one bucket for all of them (issue 24's third pass) 1.0085 / 1.0273,
+// 4.2 s; buckets 7% wide 1.0078 / 1.0235; 5% 1.0064 / 1.0182, 8.4 s. With the levels and 5%
+// buckets: 1.0047 / 1.0159, 8.6 s (200 batches: a level per distinct sample 1.0045 in 1.6x the
+// time; buckets 2% wide or kOwnShare 0.05, 1.0051 at grid 512, as 5% and 0.1 there)
 constexpr double kOwnShare = 0.1, kBucket = 0.05;
 // exact pricing (dcp_pattern_price.h) on batches of at most kOwnWeights samples and at most
 // kExactPerRank per rank on average: with more samples per rank the patterns hold more of them,
@@ -203,16 +202,6 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       if (jobs[i].empty() || o.t < jobs[i].back().t) jobs[i].push_back(o);
   const size_t n = jobs.size();
   const double limit = static_cast<double>(N) * (1 + kRelTol);
-  // LP variables: on batches of at most kOwnWeights samples one weight per sample; on larger ones
-  // one per sample whose longest time (at its smallest size) is at least kOwnShare * T0, and the
-  // others share one weight per bucket of least work w (buckets kBucket wide on a log scale):
-  // pi_i = x_v * w_i. Fewer variables make a faster LP, and any weights are valid. One weight for all
-  // of them (pi proportional to w, the area bound's weights) was what issue 24's third pass had:
-  // the LP's best weights are not proportional to w (the 128-token samples get about half the weight
-  // per unit of work of the 1K ones: they fill gaps), and with one shared weight the LP proved
-  // little on 256-sample megatron_example batches (nothing on batch 15; see kBucket)
-  std::vector<size_t> var(n);      // [sample] its variable
-  std::vector<double> scale(n, 1.0);  // [sample] pi_i = x_var * scale
   const double own = n <= kOwnWeights ? 0.0 : kOwnShare * T0;
   const int grid = n <= kOwnWeights ? kGrid : kGridShared;
   std::vector<double> least(n);  // [sample] its least work c t over all its sizes
@@ -220,31 +209,67 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
     const SizeOption* lw = least_work_size(jobs[i], std::numeric_limits<double>::infinity());
     least[i] = static_cast<double>(lw->c) * lw->t;
   }
-  size_t nv = 0;
-  std::map<long, size_t> bucket;  // [floor(log w / log(1 + kBucket))] its shared variable
-  for (size_t i = 0; i < n; ++i) {
-    if (jobs[i].front().t >= own) {  // its longest time: at its smallest size
-      var[i] = nv++;
-      continue;
+  // Dual-optimal inequalities: sample i's least work is below sample j's exactly when i is the
+  // shorter sequence (c t(L, c) grows with L at every c, and so does cp_min), and then i can take
+  // j's place in any pattern at j's size, in no more time. So some optimal weights of the full LP
+  // rise with least work (Ben Amor, Desrosiers and Valerio de Carvalho 2006, for cutting stock),
+  // and the LP here looks only among those: levels in order of least work, pi of level l =
+  // sum_{k <= l} x_k / cnt_k with x >= 0 and cnt_k = the samples at levels >= k, so that
+  // sum_i pi_i = sum_k x_k. Equal samples share a level. On batches of more than kOwnWeights
+  // samples, samples whose longest time (at their smallest size) is below kOwnShare * T0 share a
+  // level per bucket of least work kBucket wide (log scale). Any weights give a valid test; these
+  // only narrow where the LP looks. megatron_example, 256 samples on 64 ranks, 1000 batches:
+  // mean / p99 of cplab / bound 1.0064 / 1.0182 in 8.4 s with one free weight per bucket and per
+  // long sample (pi_i = x_bucket * w_i), 1.0047 / 1.0159 in 8.6 s with the levels (grid 768)
+  std::vector<size_t> order(n), level(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return least[a] < least[b]; });
+  std::vector<double> floor_least;  // [level] the least work of its first sample
+  const auto bucket = [&](size_t i) { return std::floor(std::log(least[i]) / std::log(1 + kBucket)); };
+  for (size_t q = 0; q < n; ++q) {
+    const size_t i = order[q];
+    const bool shared = jobs[i].front().t < own;  // its longest time: at its smallest size
+    bool same = false;
+    if (q > 0) {
+      const size_t h = order[q - 1];
+      same = least[h] == least[i] || (shared && jobs[h].front().t < own && bucket(h) == bucket(i));
     }
-    const auto key = static_cast<long>(std::floor(std::log(least[i]) / std::log(1 + kBucket)));
-    auto it = bucket.find(key);
-    if (it == bucket.end()) it = bucket.emplace(key, nv++).first;
-    var[i] = it->second, scale[i] = least[i];
+    if (!same) floor_least.push_back(least[i]);
+    level[i] = floor_least.size() - 1;
   }
-  Tableau tab{nv, {}, {}, {}, std::vector<double>(nv, 0.0), 0};
+  const size_t nv = floor_least.size();
+  std::vector<double> cnt(nv, 0.0);  // [level k] samples at levels >= k
+  for (size_t i = 0; i < n; ++i) cnt[level[i]] += 1;
+  for (size_t k = nv - 1; k-- > 0;) cnt[k] += cnt[k + 1];
+  // a pattern (coefficient per sample) as a row over x: sum_{levels l >= k} coefficients / cnt_k
   auto to_row = [&](const std::vector<double>& per_sample) {
     std::vector<double> row(nv, 0.0);
-    for (size_t i = 0; i < n; ++i) row[var[i]] += per_sample[i] * scale[i];
+    for (size_t i = 0; i < n; ++i) row[level[i]] += per_sample[i];
+    for (size_t k = nv - 1; k-- > 0;) row[k] += row[k + 1];
+    for (size_t k = 0; k < nv; ++k) row[k] /= cnt[k];
     return row;
   };
   auto to_pi = [&](const std::vector<double>& x) {
-    std::vector<double> pi(n);
-    for (size_t i = 0; i < n; ++i) pi[i] = x[var[i]] * scale[i];
+    std::vector<double> pl(nv), pi(n);
+    double sum = 0;
+    for (size_t k = 0; k < nv; ++k) sum += x[k] / cnt[k], pl[k] = sum;
+    for (size_t i = 0; i < n; ++i) pi[i] = pl[level[i]];
     return pi;
   };
-  std::vector<double> smallest(n, 0);  // [sample] smallest size meeting the current T
-  std::vector<char> has_row(nv, 0);
+  // first rows x_k <= cnt_k N (implied: pi_i <= c_i <= N, the rows of samples alone below), each
+  // x_k basic in its own: the tableau starts optimal
+  Tableau tab{nv, {}, {}, {}, std::vector<double>(nv, 0.0), 0};
+  for (size_t k = 0; k < nv; ++k) {
+    std::vector<double> row(nv, 0.0);
+    row[k] = 1;
+    const double b = cnt[k] * static_cast<double>(N);
+    tab.append(std::move(row), b);
+    tab.rows.back().back() = b;  // objective sum x = sum b - sum slacks
+    tab.basic.back() = k;
+    tab.obj.back() = b;
+    tab.value += b;
+  }
+  std::vector<double> smallest(n, 0);  // [level] the smallest size meeting the current T of any sample in it
   std::vector<double> center(nv, 0.0), query(nv), pattern;
   double proven = 0;
   int added = 0;
@@ -259,7 +284,8 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
     // the pattern of sample i alone at its smallest size c meeting T: pi_i / c <= 1 (again, tighter,
-    // when a larger T lets it use a smaller size)
+    // when a larger T lets it use a smaller size); samples of one level share pi, so the one with
+    // the smallest such size gives the tightest row
     for (size_t i = 0; i < n; ++i) {
       double c = 0;
       for (const auto& [ci, ti] : jobs[i])
@@ -268,25 +294,11 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
         proven = T;
         break;
       }
-      if (smallest[i] == c) continue;
-      smallest[i] = c;
-      const double coef = scale[i] / c;  // row: coef * x_var <= 1
-      if (!has_row[var[i]]) {  // first row of this variable: it is basic there, solved as it stands
-        // x_v + s / coef = 1 / coef with x_v basic; objective x_v = 1 / coef - s / coef
-        std::vector<double> row(nv, 0.0);
-        row[var[i]] = 1;
-        tab.append(std::move(row), 1 / coef);
-        tab.rows.back().back() = 1 / coef;
-        tab.basic.back() = var[i];
-        tab.obj[var[i]] = 0;
-        tab.obj.back() = 1 / coef;
-        tab.value += 1 / coef;
-        has_row[var[i]] = 1;
-      } else {
-        std::vector<double> a(nv, 0.0);
-        a[var[i]] = coef;
-        if (!tab.add(a)) return proven;
-      }
+      if (smallest[level[i]] != 0 && smallest[level[i]] <= c) continue;
+      smallest[level[i]] = c;
+      std::vector<double> alone(n, 0.0);
+      alone[i] = 1 / c;
+      if (!tab.add(to_row(alone))) return proven;
     }
     if (proven == T) continue;
     if (k == 1) {
@@ -312,7 +324,8 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
       }
       for (size_t b = 0; b < bins.size() && b < static_cast<size_t>(N); ++b)
         if (!tab.add(to_row(bins[b]))) return proven;
-      for (size_t i = 0; i < n; ++i) center[var[i]] = least[i] / scale[i];  // the area weights: pi_i = least c t
+      // the area weights: pi = least work (of the level's first sample), which rises with the levels
+      for (size_t v = 0; v < nv; ++v) center[v] = (floor_least[v] - (v > 0 ? floor_least[v - 1] : 0.0)) * cnt[v];
     }
     // Wentges smoothing: weights are asked at a mix of the best certificate so far (scaled to
     // V = 1) and the LP's weights; the patterns found are added while the LP's weights violate them

@@ -10,20 +10,26 @@
 // every sample with N patterns; Gilmore-Gomory for bin packing). V must never be under-estimated:
 //   batches of at most 96 samples and at most 2 per rank on average: V is exact (dcp_pattern_price.h: pareto lists, real times, no
 //     rounding; it over-estimates only where a list had to be compressed, which keeps the test
-//     valid), every sample has its own weight, and each round first adds a greedy pattern the LP's
+//     valid), every distinct sample has its own level, and each round first adds a greedy pattern the LP's
 //     weights violate (cheap: no exact pricing) before pricing exactly. Exactness matters: on
 //     code_longtail (64 samples, 64 ranks) the rounded programme below left cplab / bound at a mean
 //     of 1.0068 on 40 batches, exact pricing 1.0037 (a rank cannot be filled to exactly T; the
 //     rounding and the fractional small sizes pretend it can).
 //   other batches (faster, weaker): sizes with t >= T/16 ("big") go through a dynamic programme
-//     on t rounded DOWN to T/1024 (T/512 on batches of more than 96 samples, in float there, V then
+//     on t rounded DOWN to T/1024 (T/768 on batches of more than 96 samples, in float there, V then
 //     scaled up by 2e-6 for the float rounding; every real pattern is still admitted), the others
 //     are added fractionally by value per time (the LP relaxation of a knapsack is at least its
 //     optimum), and a sample may be counted once among the big sizes and again among the small
 //     ones. On batches of more than 96 samples, samples whose every size has t < T0/10 share a
-//     weight per 5%-wide bucket of least work w: pi_i = x_bucket * w_i (one weight for all of them,
-//     as before issue 24's fourth pass, proved little on 256-sample megatron_example batches).
-// The weights come from column generation: the restricted dual LP (max sum pi, pi . a_P <= 1 for
+//     level per 5%-wide bucket of least work w.
+// Weights rise with least work (dual-optimal inequalities: a shorter sample can take a longer
+// one's place in any pattern, so some optimal weights of the full LP do): samples are put in
+// levels by least work and pi of level l = sum_{k <= l} x_k / cnt_k, x >= 0 (cnt_k: samples at
+// levels >= k, so sum pi = sum x). Levels of equal samples narrow the LP without losing its optimum
+// (the buckets above do lose some); column generation then converges in fewer patterns (issue 24's fifth pass: megatron_example, 256 samples
+// on 64 ranks, mean cplab / bound 1.0064 -> 1.0047 in the same time; code_longtail on 64 ranks the
+// same ratios in 0.6x the time).
+// The weights come from column generation: the restricted dual LP (max sum x, pi . a_P <= 1 for
 // the patterns found so far; dcp_tableau.h, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
 // (Wentges smoothing), the pricing gives V and the pattern reaching it, which is added
