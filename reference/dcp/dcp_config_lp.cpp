@@ -201,6 +201,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
     for (const SizeOption& o : all[i])  // ascending c
       if (jobs[i].empty() || o.t < jobs[i].back().t) jobs[i].push_back(o);
   const size_t n = jobs.size();
+  if (n == 0) return 0;
   const double limit = static_cast<double>(N) * (1 + kRelTol);
   const double own = n <= kOwnWeights ? 0.0 : kOwnShare * T0;
   const int grid = n <= kOwnWeights ? kGrid : kGridShared;
@@ -269,7 +270,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
     tab.obj.back() = b;
     tab.value += b;
   }
-  std::vector<double> smallest(n, 0);  // [level] the smallest size meeting the current T of any sample in it
+  std::vector<double> smallest(nv, 0);  // [level] the smallest size meeting the current T of any sample in it
   std::vector<double> center(nv, 0.0), query(nv), pattern;
   double proven = 0;
   int added = 0;
