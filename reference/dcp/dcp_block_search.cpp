@@ -163,10 +163,9 @@ BlockResult block_search(const std::vector<Options>& jobs, std::int64_t N, doubl
   }
   std::sort(small.begin(), small.end());
   auto usable = [&](size_t i, double& least) {
-    Options o;
+    Options o = useful_sizes(jobs[i], T);
     least = kInf;
-    for (const SizeOption& p : jobs[i])  // ascending c: a size only if it meets T and is faster
-      if (p.t <= T && (o.empty() || p.t < o.back().t)) o.push_back(p), least = std::min(least, static_cast<double>(p.c) * p.t);
+    for (const SizeOption& p : o) least = std::min(least, static_cast<double>(p.c) * p.t);
     return o;
   };
   double least = 0;

@@ -24,10 +24,9 @@ using Options = std::vector<SizeOption>;  // the sizes a sample may use, with it
 struct Job {
   Options o;
   double tmin = kInf, tmax = 0, wmin = kInf;
-  explicit Job(const Options& all) {
-    for (const SizeOption& p : all)  // ascending c
-      if (p.t < tmin) o.push_back(p), tmin = p.t;
-    for (const SizeOption& p : o) tmax = std::max(tmax, p.t), wmin = std::min(wmin, static_cast<double>(p.c) * p.t);
+  explicit Job(const Options& all) : o(useful_sizes(all)) {
+    for (const SizeOption& p : o)
+      tmin = std::min(tmin, p.t), tmax = std::max(tmax, p.t), wmin = std::min(wmin, static_cast<double>(p.c) * p.t);
   }
 };
 

@@ -196,10 +196,8 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   // a size with more ranks and no shorter time than a smaller one is dropped: in a pattern it gives
   // less (pi / c) for no less time, so V, the least work and the smallest size meeting T are unchanged;
   // what is left falls in time as c grows, so a sample's longest time is at its smallest size
-  Jobs jobs(all.size());
-  for (size_t i = 0; i < all.size(); ++i)
-    for (const SizeOption& o : all[i])  // ascending c
-      if (jobs[i].empty() || o.t < jobs[i].back().t) jobs[i].push_back(o);
+  Jobs jobs;
+  for (const std::vector<SizeOption>& o : all) jobs.push_back(useful_sizes(o));
   const size_t n = jobs.size();
   if (n == 0) return 0;
   const double limit = static_cast<double>(N) * (1 + kRelTol);

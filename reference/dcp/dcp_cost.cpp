@@ -79,4 +79,11 @@ const SizeOption* least_work_size(const std::vector<SizeOption>& sizes, double T
   return best;
 }
 
+std::vector<SizeOption> useful_sizes(const std::vector<SizeOption>& sizes, double T) {
+  std::vector<SizeOption> out;
+  for (const SizeOption& o : sizes)  // ascending c
+    if (o.t <= T && (out.empty() || o.t < out.back().t)) out.push_back(o);
+  return out;
+}
+
 }  // namespace cplab

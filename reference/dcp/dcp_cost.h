@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,11 @@ std::vector<std::vector<SizeOption>> size_options(const std::vector<std::int64_t
 // null when no size meets T: what the dual approximation, the bounds and the searches give a
 // sample for a target makespan T
 const SizeOption* least_work_size(const std::vector<SizeOption>& sizes, double T);
+// the sizes worth using for a target makespan T (ascending c): those with t <= T that are faster
+// than every smaller size kept. A size with more ranks and no shorter time never helps a schedule
+// or a bound: its blocks hold a smaller block, and it gives more work for no less time. Used by the
+// bounds, the LP and the searches (dcp_list.cpp and dcp_tree.cpp skip such sizes in their loops)
+std::vector<SizeOption> useful_sizes(const std::vector<SizeOption>& sizes,
+                                     double T = std::numeric_limits<double>::infinity());
 
 }  // namespace cplab

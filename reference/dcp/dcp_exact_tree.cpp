@@ -100,12 +100,7 @@ DcpSchedule schedule_exact_tree(const std::vector<std::int64_t>& lengths, std::i
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return all[a].front().t > all[b].front().t; });
   TreeSearch s{N, {}, std::vector<double>(n + 1, 0.0), std::vector<double>(static_cast<size_t>(N), 0.0),
                std::vector<std::pair<std::int64_t, std::int64_t>>(n), {}, upper_bound, 0, node_limit, false, {}};
-  for (size_t i : order) {
-    std::vector<SizeOption> o;
-    for (const SizeOption& p : all[i])  // ascending c: keep a size only if it is faster
-      if (o.empty() || p.t < o.back().t) o.push_back(p);
-    s.opt.push_back(std::move(o));
-  }
+  for (size_t i : order) s.opt.push_back(useful_sizes(all[i]));
   for (size_t k = n; k-- > 0;) {
     double w = std::numeric_limits<double>::infinity();
     for (const SizeOption& p : s.opt[k]) w = std::min(w, static_cast<double>(p.c) * p.t);
