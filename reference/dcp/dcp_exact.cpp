@@ -12,15 +12,6 @@ namespace cplab {
 
 namespace {
 
-// free times in canonical order: at every aligned block, the lexicographically smaller half first
-std::vector<double> canonical(const std::vector<double>& fr, std::int64_t s, std::int64_t c) {
-  if (c == 1) return {fr[static_cast<size_t>(s)]};
-  std::vector<double> a = canonical(fr, s, c / 2), b = canonical(fr, s + c / 2, c / 2);
-  if (b < a) std::swap(a, b);
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 struct Search {
   const std::vector<std::int64_t>& L;
   std::int64_t N, M;
@@ -49,7 +40,11 @@ struct Search {
     double busy = 0;
     for (double f : fr) busy += f;
     if ((busy + left_work) / static_cast<double>(N) >= best_len - 1e-12) return;
-    if (seen.size() < 400000 && !seen.insert({mask, canonical(fr, 0, N)}).second) return;
+    if (seen.size() < 400000) {
+      std::vector<double> key;
+      canonical_order(fr, 0, N, key);  // free times up to the buddy tree's symmetries (dcp_list.h)
+      if (!seen.insert({mask, std::move(key)}).second) return;
+    }
     for (size_t i = 0; i < L.size(); ++i) {
       if (mask & (1u << i)) continue;
       bool twin = false;  // an unplaced sample of the same length with a lower index goes first

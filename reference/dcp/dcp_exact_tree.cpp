@@ -13,20 +13,6 @@ namespace cplab {
 
 namespace {
 
-// rank loads in canonical order: at every aligned block, the lexicographically smaller half first
-void canonical(const std::vector<double>& load, std::int64_t s, std::int64_t c, std::vector<double>& out) {
-  if (c == 1) {
-    out.push_back(load[static_cast<size_t>(s)]);
-    return;
-  }
-  std::vector<double> a, b;
-  canonical(load, s, c / 2, a);
-  canonical(load, s + c / 2, c / 2, b);
-  if (b < a) std::swap(a, b);
-  out.insert(out.end(), a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-}
-
 struct TreeSearch {
   std::int64_t N;
   std::vector<std::vector<SizeOption>> opt;  // [search index] non-dominated sizes, ascending c
@@ -61,7 +47,7 @@ struct TreeSearch {
     if (seen.size() < 300000) {
       std::vector<double> key;
       key.reserve(static_cast<size_t>(N));
-      canonical(load, 0, N, key);
+      canonical_order(load, 0, N, key);
       if (!seen.insert({k, std::move(key)}).second) return;
     }
     std::vector<Cand> cands;

@@ -116,4 +116,17 @@ DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed) {
   return s;
 }
 
+void canonical_order(const std::vector<double>& v, std::int64_t s, std::int64_t c, std::vector<double>& out) {
+  if (c == 1) {
+    out.push_back(v[static_cast<size_t>(s)]);
+    return;
+  }
+  std::vector<double> a, b;
+  canonical_order(v, s, c / 2, a);
+  canonical_order(v, s + c / 2, c / 2, b);
+  if (b < a) std::swap(a, b);
+  out.insert(out.end(), a.begin(), a.end());
+  out.insert(out.end(), b.begin(), b.end());
+}
+
 }  // namespace cplab

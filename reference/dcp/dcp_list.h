@@ -43,5 +43,10 @@ std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& ord
 std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T);
 double makespan_of(const std::vector<Placed>& placed);
 DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed);
+// per-rank values v[s, s + c) (free times, loads) in an order that is the same under the buddy
+// tree's symmetries (swapping the two halves of any aligned block): at every block, the
+// lexicographically smaller half first; appended to `out`. The exhaustive searches
+// (dcp_exact.cpp, dcp_exact_tree.cpp) visit each state once up to those symmetries
+void canonical_order(const std::vector<double>& v, std::int64_t s, std::int64_t c, std::vector<double>& out);
 
 }  // namespace cplab
