@@ -5,12 +5,15 @@
 // enumerated), PatternPricer's V equals the true maximum and the pattern it returns is real (its
 // time at most T, its value V); on lists long enough to be compressed, V may only over-estimate;
 // on code_longtail batches at 64 ranks the LP raises the bound and stays below cplab's makespan, and
-// on a 256-sample megatron_example batch its bucketed weights (dcp_config_lp.cpp) prove what one shared
-// weight could not.
+// on a 256-sample megatron_example batch its levels of weights (dcp_config_lp.cpp) prove what one
+// shared weight could not; the fact those levels rest on (a shorter sequence is no slower at any
+// size, so its least work is smaller) holds under both costs, default and random parameters.
 // What it is not: the bound's test against optima (test_dcp_optimum.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <random>
 
 #include "dcp/dcp_batches.h"
@@ -161,4 +164,43 @@ TEST_CASE("dcp pricing: on 256 samples the LP's levels raise megatron_example ba
   CHECK(base.moldable < 16.8);
   CHECK(lp.moldable >= 17.0);
   CHECK(lp.moldable <= s.makespan * (1 + kRelTol));
+}
+
+TEST_CASE("dcp pricing: a shorter sequence is no slower at any size and has less least work (the LP's levels)") {
+  // dcp_config_lp.cpp orders samples by least work and lets the weights only rise along it. That
+  // loses nothing of the LP's optimum because sample i with L_i < L_j can take j's place in any
+  // pattern: every size j may use, i may use too (cp_min rises with L), in no more time
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> param(0.0, 4.0);
+  std::uniform_int_distribution<std::int64_t> length(1, 70000);
+  std::vector<CostModel> costs = {parse_cost("l2", ""), parse_cost("overhead", "")};
+  for (int k = 0; k < 20; ++k) {
+    char b[160];
+    std::snprintf(b, sizeof b, "a=%.3f,alpha=%.3f,beta=%.3f,o=%.3f", param(rng), param(rng), param(rng), param(rng));
+    costs.push_back(parse_cost("overhead", b));
+  }
+  const std::int64_t N = 64, M = 4096;
+  int pairs = 0;
+  for (const CostModel& cost : costs) {
+    for (int q = 0; q < 200; ++q) {
+      std::int64_t Li = length(rng), Lj = length(rng);
+      if (Li == Lj) continue;
+      if (Li > Lj) std::swap(Li, Lj);
+      const auto opts = size_options({Li, Lj}, N, M, cost);
+      CAPTURE(cost.describe());
+      CAPTURE(Li);
+      CAPTURE(Lj);
+      for (const SizeOption& oj : opts[1]) {
+        const auto it = std::find_if(opts[0].begin(), opts[0].end(), [&](const SizeOption& oi) { return oi.c == oj.c; });
+        REQUIRE(it != opts[0].end());
+        CHECK(it->t <= oj.t);
+      }
+      const double inf = std::numeric_limits<double>::infinity();
+      const SizeOption* wi = least_work_size(opts[0], inf);
+      const SizeOption* wj = least_work_size(opts[1], inf);
+      CHECK(static_cast<double>(wi->c) * wi->t < static_cast<double>(wj->c) * wj->t);
+      ++pairs;
+    }
+  }
+  CHECK(pairs > 4000);
 }
