@@ -12,7 +12,8 @@
 // to_schedule turns placements into one round of dcp_schedule.h: a group per block and run of
 // back-to-back samples, with its begin time. Every placement is aligned by construction.
 // Blocks are nodes of the buddy tree (dcp_schedule.h's aligned groups): per node the latest and the
-// total free time of its ranks, so a block's start and idle time are read in O(1).
+// total free time of its ranks, so a block's start and idle time are read in O(1). canonical_order
+// gives per-rank values a key that is the same under the buddy tree's symmetries.
 // What it is not: the search over orders and targets (dcp_cplab.h).
 #pragma once
 
