@@ -149,8 +149,9 @@ TEST_CASE("dcp pricing: on 256 samples the LP's levels raise megatron_example ba
   // cplab's makespan is 17.068. With one weight shared by all samples shorter than T0 / 16 (issue
   // 24's third pass) the LP proved nothing there; with a weight per bucket of least work
   // (issue 24's fourth pass) it proved 16.938; with weights that rise with least work, in levels
-  // (dcp_config_lp.cpp: dual-optimal inequalities) it proves 17.005 (a free weight per sample, with
-  // the caps lifted: 17.039, seconds per batch)
+  // (dcp_config_lp.cpp: dual-optimal inequalities) 17.005, and with one pricing per round where it
+  // cuts, on a T/896 grid, 17.039 (what a free weight per sample with the caps lifted proves, in
+  // seconds per batch)
   const LengthDist d = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/megatron_example.json");
   const CostModel cost = parse_cost("overhead", "");
   std::mt19937_64 rng(0);

@@ -16,7 +16,7 @@
 //     of 1.0068 on 40 batches, exact pricing 1.0037 (a rank cannot be filled to exactly T; the
 //     rounding and the fractional small sizes pretend it can).
 //   other batches (faster, weaker): sizes with t >= T/16 ("big") go through a dynamic programme
-//     on t rounded DOWN to T/1024 (T/768 on batches of more than 96 samples, in float there, V then
+//     on t rounded DOWN to T/1024 (T/896 on batches of more than 96 samples, in float there, V then
 //     scaled up by 2e-6 for the float rounding; every real pattern is still admitted), the others
 //     are added fractionally by value per time (the LP relaxation of a knapsack is at least its
 //     optimum), and a sample may be counted once among the big sizes and again among the small
@@ -32,7 +32,8 @@
 // The weights come from column generation: the restricted dual LP (max sum x, pi . a_P <= 1 for
 // the patterns found so far; dcp_tableau.h, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
-// (Wentges smoothing), the pricing gives V and the pattern reaching it, which is added
+// (Wentges smoothing), then at the LP's own (on batches of more than 96 samples only when the
+// first found no cut); the pricing gives V and the pattern reaching it, which is added
 // while it cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
 // weights can prove it: the full LP has more constraints), or after a fixed number of patterns
 // (not proven).
