@@ -29,7 +29,8 @@ constexpr size_t kOwnWeights = 96;  // batches up to this size: a weight per sam
 // cplab / bound, the whole command's wall time), before the levels (a free weight per bucket, pi_i
 // proportional to w_i in it): one bucket for all of them (issue 24's third pass) 1.0085 / 1.0273,
 // 4.2 s; buckets 7% wide 1.0078 / 1.0235; 5% 1.0064 / 1.0182, 8.4 s. With the levels and 5%
-// buckets: 1.0047 / 1.0159, 8.6 s (200 batches: a level per distinct sample 1.0045 in 1.6x the
+// buckets: 1.0047 / 1.0159, 8.5 s at grid 768 (1.0046 / 1.0151 with one pricing per round where it
+// cuts, below, at grid 896; 200 batches: a level per distinct sample 1.0045 in 1.6x the
 // time; buckets 2% wide or kOwnShare 0.05, 1.0051 at grid 512, as 5% and 0.1 there)
 constexpr double kOwnShare = 0.1, kBucket = 0.05;
 // exact pricing (dcp_pattern_price.h) on batches of at most kOwnWeights samples and at most
@@ -220,7 +221,7 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   // level per bucket of least work kBucket wide (log scale). Any weights give a valid test; these
   // only narrow where the LP looks. megatron_example, 256 samples on 64 ranks, 1000 batches:
   // mean / p99 of cplab / bound 1.0064 / 1.0182 in 8.4 s with one free weight per bucket and per
-  // long sample (pi_i = x_bucket * w_i), 1.0047 / 1.0159 in 8.6 s with the levels (grid 768)
+  // long sample (pi_i = x_bucket * w_i), 1.0047 / 1.0159 in 8.5 s with the levels (grid 768)
   std::vector<size_t> order(n), level(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return least[a] < least[b]; });
