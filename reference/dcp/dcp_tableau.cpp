@@ -64,6 +64,19 @@ void Tableau::drop_slack_rows() {
   }
 }
 
+void Tableau::add_bound(size_t j, double b) {
+  std::vector<double> row(n, 0.0);
+  row[j] = 1;
+  append(std::move(row), b);
+  // the row x_j / b + s = 1 (the form a . x <= 1) pivoted on x_j: x_j + b s = b; then the objective
+  // sum x = b - b s + (the others), so the slack's reduced cost is b
+  rows.back().back() = b;
+  basic.back() = j;
+  obj[j] = 0;
+  obj.back() = b;
+  value += b;
+}
+
 bool Tableau::add(const std::vector<double>& a) {
   std::vector<double> row(a.begin(), a.end());
   row.resize(cols(), 0.0);

@@ -24,6 +24,9 @@ struct Tableau {
   void append(std::vector<double> row, double b);
   void pivot(size_t r, size_t j);
   void drop_slack_rows();
+  // x_j <= b (b > 0) as a row with x_j basic in it, for a variable in no row yet: the tableau stays
+  // optimal (x_j = b, the objective grows by b), no pivot needed; how the LP starts bounded
+  void add_bound(size_t j, double b);
   // adds a . x <= 1 and restores optimality by dual simplex; false on numerical trouble
   bool add(const std::vector<double>& a);
   // the current x (basic variables at their rhs, the others 0)
