@@ -94,13 +94,12 @@ struct PricingScratch {
   std::vector<double> pt, pv;   // prefix sums of the small sizes' times and values
 };
 
-// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample); adds
-// the dynamic programme's cells (one per state and big size) to `cells`.
+// V over-estimated as in the header; writes the pattern reaching it (coefficient per sample).
 // The programme keeps values only (relax(), in Cell) and every stage's table; the pattern is read
 // back from the stages (an option was taken where the value changed).
 template <class Cell>
 double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, int grid, std::vector<double>& pattern,
-                    std::int64_t& cells, PricingScratch& s) {
+                    PricingScratch& s) {
   constexpr Cell kNoCell = -std::numeric_limits<Cell>::infinity();
   using Small = PricingScratch::Small;
   using Big = PricingScratch::Big;
@@ -141,7 +140,6 @@ double best_pattern(const Jobs& jobs, const std::vector<double>& pi, double T, i
     for (size_t e = first; e < s.big.size(); ++e) {
       const Big& x = s.big[e];
       const size_t len = std::min(top, G - static_cast<size_t>(x.w));
-      cells += static_cast<std::int64_t>(len);
       relax(next + x.w, dp, len, cell_up<Cell>(x.v));
     }
     reach = std::min(grid, reach + wmax);
@@ -263,13 +261,12 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   std::vector<double> center(nv, 0.0), query(nv), pattern;
   double proven = 0;
   int added = 0;
-  std::int64_t cells = 0;
   PricingScratch scratch;  // best_pattern's buffers
   PatternPricer exact;
   const bool exact_pricing = n <= kOwnWeights && n <= kExactPerRank * static_cast<size_t>(N);
   double ptime = 0;
   const auto price = [&](const std::vector<double>& pi, double T) {
-    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : (n <= kOwnWeights ? best_pattern<double> : best_pattern<float>)(jobs, pi, T, grid, pattern, cells, scratch);
+    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : (n <= kOwnWeights ? best_pattern<double> : best_pattern<float>)(jobs, pi, T, grid, pattern, scratch);
   };
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);
