@@ -2,6 +2,7 @@
 #include "dcp/dcp_pattern_price.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace cplab {
@@ -42,6 +43,7 @@ void PatternPricer::build_bounds(const std::vector<std::vector<SizeOption>>& job
   seg_t_.assign(m + 1, {});
   seg_v_.assign(m + 1, {});
   std::vector<std::pair<double, double>> segs, hull;  // (time, value) increments, suffix in efficiency order
+  const auto steeper = [](const auto& a, const auto& b) { return a.second * b.first > b.second * a.first; };
   for (size_t k = m; k-- > 0;) {
     const size_t i = order_[k];
     hull.assign(1, {0.0, 0.0});  // points (t, v) ascending in t (sizes descending in c)
@@ -58,9 +60,11 @@ void PatternPricer::build_bounds(const std::vector<std::vector<SizeOption>>& job
       }
       hull.push_back(p);
     }
-    for (size_t q = 1; q < hull.size(); ++q)
-      segs.push_back({hull[q].first - hull[q - 1].first, hull[q].second - hull[q - 1].second});
-    std::sort(segs.begin(), segs.end(), [](const auto& a, const auto& b) { return a.second * b.first > b.second * a.first; });
+    // each new segment inserted where its value per time puts it (segs stays sorted: no re-sort)
+    for (size_t q = 1; q < hull.size(); ++q) {
+      const std::pair<double, double> g{hull[q].first - hull[q - 1].first, hull[q].second - hull[q - 1].second};
+      segs.insert(std::upper_bound(segs.begin(), segs.end(), g, steeper), g);
+    }
     std::vector<double>& pt = seg_t_[k];
     std::vector<double>& pv = seg_v_[k];
     pt.assign(1, 0.0), pv.assign(1, 0.0);
@@ -96,36 +100,59 @@ double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, con
   compressed_ = false;
   stages_[0].assign(1, State{0.0, 0.0, -1, -1});
   double best = 0;
-  const auto before = [](const State& a, const State& b) { return a.t < b.t || (a.t == b.t && a.v > b.v); };
   for (size_t k = 0; k < m; ++k) {
     const std::vector<State>& from = stages_[k];
     const size_t i = order_[k];
     // the list without sample i, then merged with the list extended by each of its sizes (each
-    // sorted by time: a merge, not a sort)
+    // sorted by time: a merge, not a sort), dropping dominated states as it goes (one with no less
+    // time and no more value than an earlier one)
     merged_.clear();
     for (size_t s = 0; s < from.size(); ++s) merged_.push_back({from[s].t, from[s].v, static_cast<int>(s), -1});
+    // values rise along a list, so each list's best is its last
+    if (!from.empty()) best = std::max(best, from.back().v);
     for (size_t o = 0; o < jobs[i].size(); ++o) {
       const SizeOption& opt = jobs[i][o];
       if (opt.t > T) continue;
       const double value = pi[i] / static_cast<double>(opt.c);
-      shifted_.clear();
-      for (size_t s = 0; s < from.size(); ++s) {
-        const double t = from[s].t + opt.t;
-        if (t > T) break;  // `from` is sorted by time
-        shifted_.push_back({t, from[s].v + value, static_cast<int>(s), static_cast<int>(o)});
+      size_t len = 0;  // the states of `from` that still fit T with this size
+      while (len < from.size() && from[len].t + opt.t <= T) ++len;
+      if (len == 0) continue;
+      best = std::max(best, from[len - 1].v + value);
+      // branch-free (the comparisons are unpredictable): a sentinel ends merged_, an index clamp
+      // keeps `from` in range, every state is written and kept by advancing the end or not
+      const size_t na = merged_.size();
+      merged_.push_back({std::numeric_limits<double>::infinity(), 0.0, -1, -1});
+      scratch_.resize(na + len);
+      double top = -1;
+      size_t a = 0, b = 0, w = 0;
+      for (size_t r = 0; r < na + len; ++r) {
+        const State& x = merged_[a];
+        const State& y = from[std::min(b, len - 1)];
+        const double et = b < len ? y.t + opt.t : std::numeric_limits<double>::infinity(), ev = y.v + value;
+        const bool take_e = et < x.t || (et == x.t && ev > x.v);  // as std::merge: ties from merged_
+        const State s{take_e ? et : x.t, take_e ? ev : x.v, take_e ? static_cast<int>(b) : x.parent,
+                      take_e ? static_cast<int>(o) : x.option};
+        a += take_e ? 0 : 1, b += take_e ? 1 : 0;
+        scratch_[w] = s;
+        const bool keep = s.v > top;
+        w += keep ? 1 : 0;
+        top = keep ? s.v : top;
       }
-      scratch_.resize(merged_.size() + shifted_.size());
-      std::merge(merged_.begin(), merged_.end(), shifted_.begin(), shifted_.end(), scratch_.begin(), before);
+      scratch_.resize(w);
       merged_.swap(scratch_);
     }
-    for (const State& s : merged_) best = std::max(best, s.v);
     std::vector<State>& to = stages_[k + 1];
     to.clear();
-    double top = -1;
-    for (const State& s : merged_) {
-      if (s.v <= top) continue;  // dominated: an earlier one has no more time and no less value
-      top = s.v;
-      if (s.v + bound(k + 1, T - s.t) < best) continue;  // cannot beat the best
+    // what stages k+1.. can add within T - s.t (bound(), with its segment found by a pointer that
+    // only moves down: the states come in ascending time)
+    const std::vector<double>& pt = seg_t_[k + 1];
+    const std::vector<double>& pv = seg_v_[k + 1];
+    size_t q = pt.size() - 1;
+    for (const State& s : merged_) {  // no state in it is dominated
+      const double cap = T - s.t;
+      while (q > 0 && pt[q] > cap) --q;
+      const double rest = q + 1 >= pt.size() ? pv.back() : pv[q] + (pv[q + 1] - pv[q]) * (cap - pt[q]) / (pt[q + 1] - pt[q]);
+      if (s.v + rest < best) continue;  // cannot beat the best
       to.push_back(s);
     }
     if (to.size() > kMaxList) compress(to, T / kGrid);
@@ -149,30 +176,30 @@ double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, con
 
 double PatternPricer::greedy(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
                              std::vector<double>& pattern, double* time) {
-  // the (sample, size) pairs with what a call reads, kept while the jobs stay the same
-  if (flat_jobs_ != &jobs) {
-    flat_.clear();
-    for (size_t i = 0; i < jobs.size(); ++i)
-      for (const SizeOption& o : jobs[i])
-        flat_.push_back({i, o.t, 1.0 / static_cast<double>(o.c), 1.0 / (static_cast<double>(o.c) * o.t)});
-    flat_jobs_ = &jobs;
-  }
-  // every (sample, size) by value per time, taken when its sample is not yet in and it fits
-  cand_.clear();
+  // the (sample, size) pairs that can join: pi > 0 and t <= T, with their value per time
+  flat_.clear();
   double shortest = T;
-  for (const Flat& f : flat_)
-    if (pi[f.i] > 0 && f.t <= T) cand_.push_back({pi[f.i] * f.per_work, &f}), shortest = std::min(shortest, f.t);
-  // a heap, not a sort: the pattern is full after a few of them
-  const auto lower = [](const Cand& a, const Cand& b) { return a.e < b.e; };
-  std::make_heap(cand_.begin(), cand_.end(), lower);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (pi[i] <= 0) continue;
+    for (const SizeOption& o : jobs[i])
+      if (o.t <= T) {
+        const double c = static_cast<double>(o.c);
+        flat_.push_back({i, o.t, c, pi[i] / (c * o.t)});
+        shortest = std::min(shortest, o.t);
+      }
+  }
+  // taken by value per time when the sample is not yet in and it fits: a scan for the best one
+  // left per pick, not a sort or a heap (a pattern is full after a few)
   pattern.assign(jobs.size(), 0.0);
   double t = 0, v = 0;
-  for (auto end = cand_.end(); end != cand_.begin() && t + shortest <= T; --end) {
-    std::pop_heap(cand_.begin(), end, lower);
-    const Flat& f = *(end - 1)->f;
-    if (pattern[f.i] != 0 || t + f.t > T) continue;
-    pattern[f.i] = f.per_rank;
-    t += f.t, v += pi[f.i] * f.per_rank;
+  while (t + shortest <= T) {
+    const Flat* pick = nullptr;
+    double top = 0;
+    for (const Flat& f : flat_)
+      if (f.e > top && t + f.t <= T && pattern[f.i] == 0) top = f.e, pick = &f;
+    if (pick == nullptr) break;
+    pattern[pick->i] = 1 / pick->c;
+    t += pick->t, v += pi[pick->i] / pick->c;
   }
   *time = t;
   return v;

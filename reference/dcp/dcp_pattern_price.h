@@ -33,8 +33,9 @@ struct PatternPricer {
   double best(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
               std::vector<double>& pattern, double* time);
   // a real pattern of good value, not always the best (greedy by value per time): a cheap way
-  // to find a pattern the LP's weights violate; returns its value. It keeps a flat copy of the
-  // jobs' sizes between calls with the same `jobs` object (the LP's, unchanged while it runs)
+  // to find a pattern the LP's weights violate; returns its value and writes the pattern and its
+  // time as best() does. Each pick takes the (sample, size) of most pi / (c t) that still fits,
+  // of a sample not yet in (ties: the first sample, then the smallest size)
   double greedy(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
                 std::vector<double>& pattern, double* time);
   // whether the last call had to merge states (then V is an over-estimate: still valid for the
@@ -48,23 +49,17 @@ struct PatternPricer {
     int option;  // the size taken of this stage's sample (-1: none)
   };
   std::vector<std::vector<State>> stages_;  // reused between calls
-  std::vector<State> merged_, shifted_, scratch_;
+  std::vector<State> merged_, scratch_;
   std::vector<size_t> order_;                         // [stage] sample
   std::vector<std::vector<double>> seg_t_, seg_v_;    // [stage] the fractional bound's prefix sums
   void build_bounds(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T);
   double bound(size_t k, double cap) const;  // what stages k.. can add within time cap, at most
   bool compressed_ = false;
-  struct Flat {  // one (sample, size): 1 / c and 1 / (c t)
+  struct Flat {  // one (sample, size) for greedy(): its time, c, and value per time pi / (c t)
     size_t i;
-    double t, per_rank, per_work;
+    double t, c, e;
   };
-  std::vector<Flat> flat_;
-  const void* flat_jobs_ = nullptr;  // the jobs flat_ was made from
-  struct Cand {
-    double e;  // value per time
-    const Flat* f;
-  };
-  std::vector<Cand> cand_;
+  std::vector<Flat> flat_;  // greedy()'s buffer
   void compress(std::vector<State>& list, double u);
 };
 
