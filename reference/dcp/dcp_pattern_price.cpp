@@ -73,14 +73,6 @@ void PatternPricer::build_bounds(const std::vector<std::vector<SizeOption>>& job
   seg_t_[m].assign(1, 0.0), seg_v_[m].assign(1, 0.0);
 }
 
-double PatternPricer::bound(size_t k, double cap) const {
-  const std::vector<double>& pt = seg_t_[k];
-  const std::vector<double>& pv = seg_v_[k];
-  const size_t q = static_cast<size_t>(std::upper_bound(pt.begin(), pt.end(), cap) - pt.begin()) - 1;
-  if (q + 1 >= pt.size()) return pv.back();
-  return pv[q] + (pv[q + 1] - pv[q]) * (cap - pt[q]) / (pt[q + 1] - pt[q]);
-}
-
 double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T,
                            std::vector<double>& pattern, double* time) {
   const size_t n = jobs.size();
@@ -143,8 +135,9 @@ double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, con
     }
     std::vector<State>& to = stages_[k + 1];
     to.clear();
-    // what stages k+1.. can add within T - s.t (bound(), with its segment found by a pointer that
-    // only moves down: the states come in ascending time)
+    // rest: what stages k+1.. can add within T - s.t, at most (the fractional bound: its prefix
+    // sums at T - s.t, the segment found by a pointer that only moves down, the states coming in
+    // ascending time)
     const std::vector<double>& pt = seg_t_[k + 1];
     const std::vector<double>& pv = seg_v_[k + 1];
     size_t q = pt.size() - 1;

@@ -53,7 +53,6 @@ struct PatternPricer {
   std::vector<size_t> order_;                         // [stage] sample
   std::vector<std::vector<double>> seg_t_, seg_v_;    // [stage] the fractional bound's prefix sums
   void build_bounds(const std::vector<std::vector<SizeOption>>& jobs, const std::vector<double>& pi, double T);
-  double bound(size_t k, double cap) const;  // what stages k.. can add within time cap, at most
   bool compressed_ = false;
   struct Flat {  // one (sample, size) for greedy(): its time, c, and value per time pi / (c t)
     size_t i;
