@@ -74,20 +74,51 @@ bool too_short(const std::vector<Job>& jobs, const std::vector<Options>& opts, s
   constexpr int nU = static_cast<int>(std::size(kEps)), nf = nU + 6;
   constexpr size_t nl = std::size(kLam);
   double tiny = 0;
-  std::vector<const Job*> rest;
+  // The other samples, with their sizes meeting T as (x = t / T, c) computed once for every f. A
+  // sample all of whose x an f maps to 0 adds min_c c lam x for that f: its `zero` sums, also
+  // computed once (the same expression as below with f(x) = 0, so the same sums to the last bit).
+  struct Rest {
+    size_t begin, end;  // its entries in xc
+    double xmin, xmax, zero[nl];
+  };
+  thread_local std::vector<std::pair<double, double>> xc;
+  thread_local std::vector<Rest> rest;
+  xc.clear(), rest.clear();
   for (const Job& j : jobs) {
-    if (j.tmax < (kEps[0] - 1e-12) * T) tiny += j.wmin / T;
-    else rest.push_back(&j);
+    if (j.tmax < (kEps[0] - 1e-12) * T) {
+      tiny += j.wmin / T;
+      continue;
+    }
+    Rest r{xc.size(), 0, kInf, 0, {}};
+    std::fill(r.zero, r.zero + nl, kInf);
+    for (const SizeOption& p : j.o) {
+      if (p.t > T) continue;
+      const double x = p.t / T, cd = static_cast<double>(p.c);
+      xc.push_back({x, cd});
+      r.xmin = std::min(r.xmin, x), r.xmax = std::max(r.xmax, x);
+      for (size_t q = 0; q < nl; ++q) r.zero[q] = std::min(r.zero[q], cd * (kLam[q] * x));
+    }
+    r.end = xc.size();
+    rest.push_back(r);
   }
   for (int f = 0; f < nf; ++f) {
     double sum[nl];
     for (size_t q = 0; q < nl; ++q) sum[q] = kLam[q] * tiny;
-    for (const Job* j : rest) {
+    const int k = f - nU + 1;  // f_u's k
+    for (const Rest& r : rest) {
+      // f(x) = 0 for all of the sample's x: f_U below eps - 1e-12; f_u where (k + 1) x lies in
+      // [kRelTol, 1 - 2 kRelTol) (f_u's own test, kRelTol from an integer, then cannot return x)
+      const bool zero =
+          f < nU ? r.xmax < kEps[f] - 1e-12 : (k + 1) * r.xmax < 1 - 2 * kRelTol && (k + 1) * r.xmin >= kRelTol;
+      if (zero) {
+        for (size_t q = 0; q < nl; ++q) sum[q] += r.zero[q];
+        continue;
+      }
       double best[nl];
       std::fill(best, best + nl, kInf);
-      for (const SizeOption& p : j->o) {
-        if (p.t > T) continue;
-        const double x = p.t / T, fx = f < nU ? f_U(x, kEps[f]) : f_u(x, f - nU + 1), cd = static_cast<double>(p.c);
+      for (size_t e = r.begin; e < r.end; ++e) {
+        const auto [x, cd] = xc[e];
+        const double fx = f < nU ? f_U(x, kEps[f]) : f_u(x, k);
         for (size_t q = 0; q < nl; ++q) best[q] = std::min(best[q], cd * (kLam[q] * x + (1 - kLam[q]) * fx));
       }
       for (size_t q = 0; q < nl; ++q) sum[q] += best[q];
