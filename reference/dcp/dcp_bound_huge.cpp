@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <set>
+#include <utility>
 
 #include "core/util.h"
 
@@ -40,6 +42,8 @@ struct Search {
         room[k] = std::max(room[k], r);
       }
     const std::int64_t part = N / P;
+    // the work only grows, so the test may stop as soon as it passes the room (the same answer)
+    const double limit = static_cast<double>(part) * total * (1 + kRelTol);
     double work = 0;
     for (size_t i : rest) {
       double best = std::numeric_limits<double>::infinity();
@@ -50,13 +54,28 @@ struct Search {
       }
       if (best == std::numeric_limits<double>::infinity()) return true;  // no block has room for it
       work += best;
+      if (work > limit) return true;
     }
-    return work > static_cast<double>(part) * total * (1 + kRelTol);
+    return false;
+  }
+
+  // loads equal up to the buddy tree's symmetries (swapping the two halves of any aligned group of
+  // parts) lead to the same outcome (the rest's room and every placement below map onto each other),
+  // so each is searched once, keyed exactly by its canonical form: within every group, bottom up,
+  // the lesser half (lexicographically) first
+  std::set<std::pair<size_t, Loads>> seen{};
+  Loads canonical(Loads l) const {
+    for (int g = 1; g < P; g *= 2)
+      for (int b = 0; b < P; b += 2 * g)
+        if (std::lexicographical_compare(l.begin() + b + g, l.begin() + b + 2 * g, l.begin() + b, l.begin() + b + g))
+          std::swap_ranges(l.begin() + b, l.begin() + b + g, l.begin() + b + g);
+    return l;
   }
 
   // true if some placement of huge[k..] on top of `load` survives (or the search gave up)
   bool survives(size_t k, const Loads& load) {
     if (gave_up) return true;
+    if (!seen.insert({k, canonical(load)}).second) return false;  // searched before, and it failed
     if (k == huge.size()) {
       if (++leaves > kMaxLeaves) gave_up = true;
       return gave_up || !rest_fails(load);
