@@ -52,14 +52,23 @@ std::vector<std::vector<int>> orders(const ListProblem& p, const std::vector<std
 
 struct Plan {
   double length = std::numeric_limits<double>::infinity();
-  std::vector<Placed> placed;
+  std::vector<Placed> placed;  // list scheduling's placements of `order` (see listed)
   std::vector<int> order;
   std::vector<std::int64_t> size;  // list_fixed's sizes; empty: list_target with T
   double T = 0;
-  std::vector<Placed> run(const ListProblem& p) const { return size.empty() ? list_target(p, order, T) : list_fixed(p, order, size); }
+  bool listed = false;  // placed is run()'s result (not replaced by another search's)
+  // list scheduling of order; what it shares with `from` (the same rule and sizes or T, the same
+  // first samples of the order) is replayed from from's placements, not searched again
+  std::vector<Placed> run(const ListProblem& p, const Plan* from = nullptr) const {
+    size_t keep = 0;
+    if (from != nullptr && from->listed && from->size == size && (!size.empty() || from->T == T))
+      while (keep < order.size() && keep < from->order.size() && order[keep] == from->order[keep]) ++keep;
+    const std::span<const Placed> prefix(from != nullptr ? from->placed.data() : nullptr, keep);
+    return size.empty() ? list_target(p, order, T, prefix) : list_fixed(p, order, size, prefix);
+  }
   void offer(const ListProblem& p, std::vector<int> o, std::vector<std::int64_t> s, double t) {
-    Plan c{0, {}, std::move(o), std::move(s), t};
-    c.placed = c.run(p);
+    Plan c{0, {}, std::move(o), std::move(s), t, true};
+    c.placed = c.run(p, this);
     c.length = makespan_of(c.placed);
     if (c.length < length - 1e-12) *this = std::move(c);
   }
@@ -106,8 +115,8 @@ void climb(const ListProblem& p, Plan& best, int iterations) {
     } else {
       T *= 1.0 + 0.01 * std::normal_distribution<double>(0.0, 1.0)(rng);
     }
-    Plan c{0, {}, std::move(o), best.size, T};
-    c.placed = c.run(p);
+    Plan c{0, {}, std::move(o), best.size, T, true};
+    c.placed = c.run(p, &best);
     c.length = makespan_of(c.placed);
     if (c.length <= best.length) best = std::move(c);
   }
@@ -145,7 +154,7 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   if (!at_bound()) {
     // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
-    if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed);
+    if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed), best.listed = false;
   }
   // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
   // best makespan; d halves after a target no split reaches, down to kBlockGap
@@ -165,7 +174,7 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     placed = top_down(p, std::move(placed));
     const double len = makespan_of(placed);
     if (len >= best.length - 1e-12) break;  // cannot happen (len <= T < best); no loop without progress
-    best.placed = std::move(placed), best.length = len;
+    best.placed = std::move(placed), best.length = len, best.listed = false;
   }
   DcpSchedule s = to_schedule(p, best.placed);
   // Megatron v1's schedule, when aligned and shorter, is kept: never worse than v1

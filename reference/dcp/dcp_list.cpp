@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.h"
+
 namespace cplab {
 
 namespace {
@@ -27,6 +29,19 @@ struct FreeTree {
 
 size_t first_node(std::int64_t N, std::int64_t c) { return static_cast<size_t>(N / c); }
 
+// the prefix's blocks taken in order, as the search took them; returns where the search goes on
+size_t replay(const ListProblem& p, const std::vector<int>& order, std::span<const Placed> prefix, FreeTree& b,
+              std::vector<Placed>& out) {
+  if (prefix.size() > order.size()) throw Error("list scheduling: a prefix longer than the order");
+  for (size_t j = 0; j < prefix.size(); ++j) {
+    const Placed& x = prefix[j];
+    if (x.sample != order[j]) throw Error("list scheduling: the prefix is not the order's");
+    b.occupy(first_node(p.N, x.size) + static_cast<size_t>(x.start / x.size), x.size, x.end);
+    out.push_back(x);
+  }
+  return prefix.size();
+}
+
 }  // namespace
 
 double ListProblem::time(int sample, std::int64_t c) const {
@@ -35,11 +50,13 @@ double ListProblem::time(int sample, std::int64_t c) const {
   return cost.time(L[static_cast<size_t>(sample)], c);  // a size below cp_min: checked elsewhere
 }
 
-std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size) {
+std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size,
+                               std::span<const Placed> prefix) {
   FreeTree b(p.N);
   std::vector<Placed> out;
   out.reserve(order.size());
-  for (int i : order) {
+  for (size_t j = replay(p, order, prefix, b, out); j < order.size(); ++j) {
+    const int i = order[j];
     const std::int64_t c = size[static_cast<size_t>(i)];
     const double t = p.time(i, c);
     const size_t k0 = first_node(p.N, c);
@@ -53,12 +70,14 @@ std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& ord
   return out;
 }
 
-std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T) {
+std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T,
+                                std::span<const Placed> prefix) {
   FreeTree b(p.N);
   std::vector<Placed> out;
   out.reserve(order.size());
   const double limit = T * (1 + 1e-12);
-  for (int i : order) {
+  for (size_t j = replay(p, order, prefix, b, out); j < order.size(); ++j) {
+    const int i = order[j];
     bool fits = false;
     double bcost = 0, bend = std::numeric_limits<double>::infinity(), bbegin = 0;
     size_t bk = 0;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "dcp/dcp_schedule.h"
@@ -40,8 +41,14 @@ struct Placed {
   double begin, end;
 };
 
-std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size);
-std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T);
+// prefix: the placements of order[0, prefix.size()) that the same call made for an order starting
+// with the same samples (same sizes, or same T): they are replayed (their blocks taken), not searched
+// again, and the result is the same as without them (the search's hill climbing changes orders
+// from some position on; dcp_cplab.cpp)
+std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size,
+                               std::span<const Placed> prefix = {});
+std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T,
+                                std::span<const Placed> prefix = {});
 double makespan_of(const std::vector<Placed>& placed);
 DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed);
 // per-rank values v[s, s + c) (free times, loads) in an order that is the same under the buddy
