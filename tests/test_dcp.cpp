@@ -1,8 +1,11 @@
 // test_dcp.cpp: dynamic CP scheduling: Megatron v1 reproduced on the seed's example, its
-// misalignment hazard detected, lower bounds, cplab's scheduler valid and aligned, bad batches.
+// misalignment hazard detected, lower bounds, cplab's scheduler valid and aligned, bad batches,
+// list scheduling with a replayed prefix the same as without.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
+#include <span>
 
 #include "dcp/dcp_batches.h"
 #include "dcp/dcp_cplab.h"
@@ -228,4 +231,43 @@ TEST_CASE("dcp: a rank may serve several groups in a round, one after another, n
   CHECK_THROWS_WITH_AS(check(bad, L, 4096), doctest::Contains("runs two groups at once"), std::logic_error);
   CHECK(dcp_groups_used(s).size() == 2);
   CHECK(dcp_groups_used(s)[1].second == std::vector<std::int64_t>{0});
+}
+
+TEST_CASE("dcp list: a replayed prefix gives the same placements as searching it again") {
+  std::mt19937_64 rng(5);
+  const LengthDist d = read_length_dist(CPLAB_SOURCE_DIR "/data/dcp/web_lognormal.json");
+  const CostModel cost = parse_cost("overhead", "");
+  for (std::int64_t N : {8, 64})
+    for (int b = 0; b < 6; ++b) {
+      const auto L = sample_batch(d, 40, rng);
+      const ListProblem p{L, N, 4096, cost};
+      std::vector<int> order(L.size());
+      for (size_t i = 0; i < L.size(); ++i) order[i] = static_cast<int>(i);
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<std::int64_t> size;
+      for (std::int64_t x : L) size.push_back(std::min<std::int64_t>(N, 2 * cp_min(x, 4096)));
+      const double T = 0.3 * cost.time(*std::max_element(L.begin(), L.end()), N) * static_cast<double>(L.size()) / static_cast<double>(N);
+      const std::vector<Placed> fixed = list_fixed(p, order, size), target = list_target(p, order, T);
+      // another order with the same first k samples: its placements with and without the replay
+      for (size_t k : {size_t{0}, size_t{1}, L.size() / 2, L.size()}) {
+        std::vector<int> other = order;
+        std::reverse(other.begin() + static_cast<std::ptrdiff_t>(k), other.end());
+        const std::span<const Placed> pf(fixed.data(), k), pt(target.data(), k);
+        const std::vector<Placed> f1 = list_fixed(p, other, size), f2 = list_fixed(p, other, size, pf);
+        const std::vector<Placed> t1 = list_target(p, other, T), t2 = list_target(p, other, T, pt);
+        REQUIRE(f1.size() == f2.size());
+        REQUIRE(t1.size() == t2.size());
+        for (size_t j = 0; j < f1.size(); ++j) {
+          CHECK((f1[j].sample == f2[j].sample && f1[j].start == f2[j].start && f1[j].size == f2[j].size &&
+                 f1[j].begin == f2[j].begin && f1[j].end == f2[j].end));
+          CHECK((t1[j].sample == t2[j].sample && t1[j].start == t2[j].start && t1[j].size == t2[j].size &&
+                 t1[j].begin == t2[j].begin && t1[j].end == t2[j].end));
+        }
+      }
+      // a prefix that is not the order's is refused
+      std::vector<int> swapped = order;
+      std::swap(swapped[0], swapped[1]);
+      CHECK_THROWS_WITH_AS(list_fixed(p, swapped, size, std::span<const Placed>(fixed.data(), 2)),
+                           doctest::Contains("the prefix is not the order's"), Error);
+    }
 }
