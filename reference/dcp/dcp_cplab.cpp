@@ -160,7 +160,11 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   // best makespan; d halves after a target no split reaches, down to kBlockGap
   const std::int64_t nodes = lengths.size() <= kBlockFewSamples ? kBlockNodesFew : kBlockNodes;
   for (double d = kBlockStep; !at_bound() && d >= kBlockGap;) {
-    const double T = std::max(lb, best.length / (1 + d));
+    const double T = best.length / (1 + d);
+    if (T <= lb) {  // proven too short (dcp_bounds.h): no schedule ends by it
+      d /= 2;
+      continue;
+    }
     BlockResult r;
     for (const BlockSplit& split : kBlockSplits)
       if (!r.found) r = block_search(p.opt, N, T, nodes, split);

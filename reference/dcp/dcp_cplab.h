@@ -14,7 +14,8 @@
 //      (dcp_tree.h, timed top-down), each 300 steps up to 64 samples and 300 (64 / n)^2 beyond
 //      (at least 8): a step costs about n placements;
 //   5. the big-first block search (dcp_block_search.h): targets a relative step below the best
-//      makespan (from kBlockStep, halved after a target not reached, down to kBlockGap); at each,
+//      makespan (from kBlockStep, halved after a target not reached or not above the lower bound,
+//      which no schedule can reach, down to kBlockGap); at each,
 //      for each split of kBlockSplits until one succeeds, the long samples placed on aligned
 //      blocks exactly (at most kBlockNodes search nodes, kBlockNodesFew on batches of at most
 //      kBlockFewSamples) and the short ones after them;
