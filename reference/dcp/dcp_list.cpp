@@ -61,9 +61,9 @@ std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& ord
     const double t = p.time(i, c);
     const size_t k0 = first_node(p.N, c);
     size_t bk = k0;
+    double ready = b.mx[k0];
     for (size_t k = k0 + 1; k < 2 * k0; ++k)
-      if (b.mx[k] < b.mx[bk] - 1e-12) bk = k;
-    const double ready = b.mx[bk];
+      if (b.mx[k] < ready - 1e-12) bk = k, ready = b.mx[k];
     b.occupy(bk, c, ready + t);
     out.push_back(Placed{i, static_cast<std::int64_t>(bk - k0) * c, c, ready, ready + t});
   }
@@ -90,12 +90,20 @@ std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& or
       tprev = o.t;
       const size_t k0 = first_node(p.N, o.c);
       const double cd = static_cast<double>(o.c), work = cd * o.t;
-      for (size_t k = k0; k < 2 * k0; ++k) {
-        const double ready = b.mx[k], end = ready + o.t, cost = work + cd * ready - b.sum[k];  // work + idle
-        const bool ok = end <= limit;
-        const bool better = ok ? (!fits || cost < bcost - 1e-12 || (cost <= bcost + 1e-12 && end < bend - 1e-12))
-                               : (!fits && end < bend - 1e-12);
-        if (better) fits = ok, bcost = cost, bend = end, bbegin = ready, bk = k, bc = o.c;
+      size_t k = k0;
+      // none ends by T yet: the earliest end, until one does
+      for (; k < 2 * k0 && !fits; ++k) {
+        const double ready = b.mx[k], end = ready + o.t;
+        if (end <= limit) fits = true, bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
+        else if (end < bend - 1e-12) bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
+      }
+      // then only blocks ending by T: the least work + idle (cost), the earlier end on ties
+      for (; k < 2 * k0; ++k) {
+        const double ready = b.mx[k], end = ready + o.t;
+        if (end > limit) continue;
+        const double cost = work + cd * ready - b.sum[k];  // work + idle
+        if (cost < bcost - 1e-12 || (cost <= bcost + 1e-12 && end < bend - 1e-12))
+          bcost = cost, bend = end, bbegin = ready, bk = k, bc = o.c;
       }
     }
     b.occupy(bk, bc, bend);
