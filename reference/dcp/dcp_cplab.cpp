@@ -157,7 +157,8 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
     if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed), best.listed = false;
   }
   // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
-  // best makespan; d halves after a target no split reaches, down to kBlockGap
+  // best makespan; d halves after a target no split reaches or one not above the bound, down to
+  // kBlockGap
   const std::int64_t nodes = lengths.size() <= kBlockFewSamples ? kBlockNodesFew : kBlockNodes;
   for (double d = kBlockStep; !at_bound() && d >= kBlockGap;) {
     const double T = best.length / (1 + d);
