@@ -3,8 +3,9 @@
 //
 // What it is: on random multiple-choice knapsacks of up to 12 samples (every subset and size
 // enumerated), PatternPricer's V equals the true maximum and the pattern it returns is real (its
-// time at most T, its value V), and its greedy pattern is real, taken by value per time; on lists long enough to be compressed, V may only over-estimate;
-// on code_longtail batches at 64 ranks the LP raises the bound and stays below cplab's makespan, and
+// time at most T, its value V), and its greedy pattern is real, taken by value per time; on lists
+// long enough to be compressed, V may only over-estimate; on code_longtail batches at 64 ranks the
+// LP raises the bound and stays below cplab's makespan, and
 // on a 256-sample megatron_example batch its levels of weights (dcp_config_lp.cpp) prove what one
 // shared weight could not; the fact those levels rest on (a shorter sequence is no slower at any
 // size, so its least work is smaller) holds under both costs, default and random parameters.

@@ -8,7 +8,8 @@
 // buddy tree, and loads equal up to its symmetries searched once), each giving every part a load.
 // A placement survives only if no part passes T and the other samples fit in what is left: each
 // needs a size and an aligned block whose parts all have room for its time, and their least total
-// work on such blocks must not exceed the room left on all ranks. T is too short when no placement survives (for either P).
+// work on such blocks must not exceed the room left on all ranks. T is too short when no placement
+// survives (for either P).
 // Why: the rank-pattern LP (dcp_config_lp.h) and the dual feasible functions see each rank alone;
 // with two or three samples that need half of the ranks or more (code_longtail's 64K sequences on
 // 64 ranks), which ranks they share decides how much room the rest has, and the rest's sizes
