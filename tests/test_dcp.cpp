@@ -246,7 +246,8 @@ TEST_CASE("dcp list: a replayed prefix gives the same placements as searching it
       std::shuffle(order.begin(), order.end(), rng);
       std::vector<std::int64_t> size;
       for (std::int64_t x : L) size.push_back(std::min<std::int64_t>(N, 2 * cp_min(x, 4096)));
-      const double T = 0.3 * cost.time(*std::max_element(L.begin(), L.end()), N) * static_cast<double>(L.size()) / static_cast<double>(N);
+      const double T = 0.3 * cost.time(*std::max_element(L.begin(), L.end()), N) * static_cast<double>(L.size()) /
+                       static_cast<double>(N);
       const std::vector<Placed> fixed = list_fixed(p, order, size), target = list_target(p, order, T);
       // another order with the same first k samples: its placements with and without the replay
       for (size_t k : {size_t{0}, size_t{1}, L.size() / 2, L.size()}) {

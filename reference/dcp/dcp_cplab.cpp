@@ -154,7 +154,8 @@ DcpSchedule schedule_cplab(const std::vector<std::int64_t>& lengths, std::int64_
   if (!at_bound()) {
     // block view (dcp_tree.h): ruin and recreate, about as much work for every batch size
     std::vector<Placed> r = refine_blocks(p, best.placed, steps);
-    if (makespan_of(r) < best.length - 1e-12) best.placed = std::move(r), best.length = makespan_of(best.placed), best.listed = false;
+    if (makespan_of(r) < best.length - 1e-12)
+      best.placed = std::move(r), best.length = makespan_of(best.placed), best.listed = false;
   }
   // big samples placed exactly, small ones after (dcp_block_search.h): targets a step d below the
   // best makespan; d halves after a target no split reaches or one not above the bound, down to

@@ -50,8 +50,8 @@ double ListProblem::time(int sample, std::int64_t c) const {
   return cost.time(L[static_cast<size_t>(sample)], c);  // a size below cp_min: checked elsewhere
 }
 
-std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size,
-                               std::span<const Placed> prefix) {
+std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order,
+                               const std::vector<std::int64_t>& size, std::span<const Placed> prefix) {
   FreeTree b(p.N);
   std::vector<Placed> out;
   out.reserve(order.size());
@@ -94,8 +94,10 @@ std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& or
       // none ends by T yet: the earliest end, until one does
       for (; k < 2 * k0 && !fits; ++k) {
         const double ready = b.mx[k], end = ready + o.t;
-        if (end <= limit) fits = true, bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
-        else if (end < bend - 1e-12) bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
+        if (end <= limit)
+          fits = true, bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
+        else if (end < bend - 1e-12)
+          bcost = work + cd * ready - b.sum[k], bend = end, bbegin = ready, bk = k, bc = o.c;
       }
       // then only blocks ending by T: the least work + idle (cost), the earlier end on ties
       for (; k < 2 * k0; ++k) {

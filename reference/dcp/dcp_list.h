@@ -45,8 +45,8 @@ struct Placed {
 // with the same samples (same sizes, or same T): they are replayed (their blocks taken), not searched
 // again, and the result is the same as without them (the search's hill climbing changes orders
 // from some position on; dcp_cplab.cpp)
-std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order, const std::vector<std::int64_t>& size,
-                               std::span<const Placed> prefix = {});
+std::vector<Placed> list_fixed(const ListProblem& p, const std::vector<int>& order,
+                               const std::vector<std::int64_t>& size, std::span<const Placed> prefix = {});
 std::vector<Placed> list_target(const ListProblem& p, const std::vector<int>& order, double T,
                                 std::span<const Placed> prefix = {});
 double makespan_of(const std::vector<Placed>& placed);

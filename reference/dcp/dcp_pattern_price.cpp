@@ -144,7 +144,8 @@ double PatternPricer::best(const std::vector<std::vector<SizeOption>>& jobs, con
     for (const State& s : merged_) {  // no state in it is dominated
       const double cap = T - s.t;
       while (q > 0 && pt[q] > cap) --q;
-      const double rest = q + 1 >= pt.size() ? pv.back() : pv[q] + (pv[q + 1] - pv[q]) * (cap - pt[q]) / (pt[q + 1] - pt[q]);
+      const double rest =
+          q + 1 >= pt.size() ? pv.back() : pv[q] + (pv[q + 1] - pv[q]) * (cap - pt[q]) / (pt[q + 1] - pt[q]);
       if (s.v + rest < best) continue;  // cannot beat the best
       to.push_back(s);
     }
