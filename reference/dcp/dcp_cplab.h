@@ -49,8 +49,9 @@ inline constexpr double kBlockStep = 0.004, kBlockGap = 0.0005;
 // which samples the block search places first: each split in turn until one finds a schedule.
 // A target no split reaches costs every split's nodes, and that is most of the search's time.
 // {0.15, 32} and {0.2, 16} were dropped (issue 24, sixth pass): without them code_longtail and
-// web_lognormal on 64 ranks (1000 batches of 64) kept their ratios to the fourth digit, in 26% less
-// block-search time; dropping any one more split cost 0.0001 to 0.0006 of mean (p99: up to +0.0044)
+// web_lognormal on 64 ranks (1000 batches of 64) kept their mean / p99 / max ratios to the fourth
+// digit, in 26% less block-search time (per batch: 14 of 300 code_longtail makespans longer, by at
+// most 0.36%); dropping any one more split cost 0.0001 to 0.0006 of mean (p99: up to +0.0044)
 inline const BlockSplit kBlockSplits[] = {{0.25, 24}, {0.25, 12}, {0.4, 24}, {0.5, 16}, {0.3, 8}};
 
 // bound, if given, receives the lower bounds the search used (lower_bounds(lengths, N, M, cost))
