@@ -23,6 +23,19 @@ std::vector<std::vector<int>> per_rank(const DcpRound& r, std::int64_t N) {
     for (std::int64_t q = g.start; q < g.start + g.size; ++q) out[static_cast<size_t>(q)] = g.samples;
   return out;
 }
+
+// the samples in input order, and each at cp_min times `scale` (at most N ranks)
+std::vector<int> input_order(size_t n) {
+  std::vector<int> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
+  return order;
+}
+std::vector<std::int64_t> scaled_cp_min(const std::vector<std::int64_t>& L, std::int64_t N, std::int64_t M,
+                                        std::int64_t scale) {
+  std::vector<std::int64_t> size;
+  for (std::int64_t x : L) size.push_back(std::min<std::int64_t>(N, scale * cp_min(x, M)));
+  return size;
+}
 }  // namespace
 
 TEST_CASE("dcp: cp_min is Megatron's smallest power of two with L <= c*M") {
@@ -180,10 +193,8 @@ TEST_CASE("dcp: the block view: top-down timing realises the path loads, refinem
     for (int b = 0; b < 10; ++b) {
       const auto L = sample_batch(d, 48, rng);
       const ListProblem p{L, N, 8192, cost};
-      std::vector<int> order(L.size());
-      for (size_t i = 0; i < L.size(); ++i) order[i] = static_cast<int>(i);
-      std::vector<std::int64_t> size;
-      for (std::int64_t x : L) size.push_back(cp_min(x, 8192));
+      const std::vector<int> order = input_order(L.size());
+      const std::vector<std::int64_t> size = scaled_cp_min(L, N, 8192, 1);
       const std::vector<Placed> list = list_fixed(p, order, size);
       // top-down: makespan = the largest per-rank sum of times, whatever the list's idle gaps
       const std::vector<Placed> td = top_down(p, list);
@@ -241,11 +252,9 @@ TEST_CASE("dcp list: a replayed prefix gives the same placements as searching it
     for (int b = 0; b < 6; ++b) {
       const auto L = sample_batch(d, 40, rng);
       const ListProblem p{L, N, 4096, cost};
-      std::vector<int> order(L.size());
-      for (size_t i = 0; i < L.size(); ++i) order[i] = static_cast<int>(i);
+      std::vector<int> order = input_order(L.size());
       std::shuffle(order.begin(), order.end(), rng);
-      std::vector<std::int64_t> size;
-      for (std::int64_t x : L) size.push_back(std::min<std::int64_t>(N, 2 * cp_min(x, 4096)));
+      const std::vector<std::int64_t> size = scaled_cp_min(L, N, 4096, 2);
       const double T = 0.3 * cost.time(*std::max_element(L.begin(), L.end()), N) * static_cast<double>(L.size()) /
                        static_cast<double>(N);
       const std::vector<Placed> fixed = list_fixed(p, order, size), target = list_target(p, order, T);

@@ -230,7 +230,8 @@ TEST_CASE("dcp pricing: a shorter sequence is no slower at any size and has less
       CAPTURE(Li);
       CAPTURE(Lj);
       for (const SizeOption& oj : opts[1]) {
-        const auto it = std::find_if(opts[0].begin(), opts[0].end(), [&](const SizeOption& oi) { return oi.c == oj.c; });
+        const auto it =
+            std::find_if(opts[0].begin(), opts[0].end(), [&](const SizeOption& oi) { return oi.c == oj.c; });
         REQUIRE(it != opts[0].end());
         CHECK(it->t <= oj.t);
       }

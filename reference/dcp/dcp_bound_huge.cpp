@@ -6,8 +6,10 @@
 #include <limits>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "core/util.h"
+#include "dcp/dcp_list.h"
 
 namespace cplab {
 
@@ -61,21 +63,16 @@ struct Search {
 
   // loads equal up to the buddy tree's symmetries (swapping the two halves of any aligned group of
   // parts) lead to the same outcome (the rest's room and every placement below map onto each other),
-  // so each is searched once, keyed exactly by its canonical form: within every group, bottom up,
-  // the lesser half (lexicographically) first
-  std::set<std::pair<size_t, Loads>> seen{};
-  Loads canonical(Loads l) const {
-    for (int g = 1; g < P; g *= 2)
-      for (int b = 0; b < P; b += 2 * g)
-        if (std::lexicographical_compare(l.begin() + b + g, l.begin() + b + 2 * g, l.begin() + b, l.begin() + b + g))
-          std::swap_ranges(l.begin() + b, l.begin() + b + g, l.begin() + b + g);
-    return l;
-  }
+  // so each is searched once, keyed exactly by its canonical form (canonical_order, dcp_list.h)
+  std::set<std::pair<size_t, std::vector<double>>> seen{};
 
   // true if some placement of huge[k..] on top of `load` survives (or the search gave up)
   bool survives(size_t k, const Loads& load) {
     if (gave_up) return true;
-    if (!seen.insert({k, canonical(load)}).second) return false;  // searched before, and it failed
+    std::vector<double> key;
+    key.reserve(static_cast<size_t>(P));
+    canonical_order(load, 0, P, key);
+    if (!seen.insert({k, std::move(key)}).second) return false;  // searched before, and it failed
     if (k == huge.size()) {
       if (++leaves > kMaxLeaves) gave_up = true;
       return gave_up || !rest_fails(load);

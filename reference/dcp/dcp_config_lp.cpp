@@ -16,9 +16,10 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int kGrid = 1024;    // big sizes' times rounded down to T / kGrid
-constexpr int kGridShared = 896;  // the same on batches of more than kOwnWeights samples (faster): megatron_example,
-                                  // 256 samples on 64 ranks, 1000 batches, one pricing per round when it cuts (below):
-                                  // 768 1.0048 / 1.0171, 896 1.0046 / 1.0151, 1024 1.0045 / 1.0153, in 7.8, 8.2 and 8.8 s
+// the same on batches of more than kOwnWeights samples (faster): megatron_example, 256 samples on 64
+// ranks, 1000 batches, one pricing per round when it cuts (below): 768 1.0048 / 1.0171, 896 1.0046 /
+// 1.0151, 1024 1.0045 / 1.0153, in 7.8, 8.2 and 8.8 s
+constexpr int kGridShared = 896;
 constexpr double kBig = 1.0 / 16; // sizes with t >= kBig * T are "big"
 constexpr int kPatterns = 3000;  // patterns added at most, over all T
 constexpr int kPerStep = 400;   // rounds (up to 2 patterns each) at most for one T
@@ -266,7 +267,8 @@ double config_lp_raise(const Jobs& all, std::int64_t N, double T0, double step, 
   const bool exact_pricing = n <= kOwnWeights && n <= kExactPerRank * static_cast<size_t>(N);
   double ptime = 0;
   const auto price = [&](const std::vector<double>& pi, double T) {
-    return exact_pricing ? exact.best(jobs, pi, T, pattern, &ptime) : (n <= kOwnWeights ? best_pattern<double> : best_pattern<float>)(jobs, pi, T, grid, pattern, scratch);
+    if (exact_pricing) return exact.best(jobs, pi, T, pattern, &ptime);
+    return (n <= kOwnWeights ? best_pattern<double> : best_pattern<float>)(jobs, pi, T, grid, pattern, scratch);
   };
   for (int k = 1; k <= steps; ++k) {
     const double T = T0 * std::pow(1 + step, k);

@@ -8,10 +8,11 @@
 // runs on c_i ranks and gives pi_i / c_i to each, so sum_i pi_i = sum_r sum_{i in P_r} pi_i / c_i
 // <= N V. Hence sum_i pi_i > N V proves T too short, whatever pi is (it is the LP dual of covering
 // every sample with N patterns; Gilmore-Gomory for bin packing). V must never be under-estimated:
-//   batches of at most 96 samples and at most 2 per rank on average: V is exact (dcp_pattern_price.h: pareto lists, real times, no
-//     rounding; it over-estimates only where a list had to be compressed, which keeps the test
-//     valid), every distinct sample has its own level, and each round first adds a greedy pattern the LP's
-//     weights violate (cheap: no exact pricing) before pricing exactly. Exactness matters: on
+//   batches of at most 96 samples and at most 2 per rank on average: V is exact
+//     (dcp_pattern_price.h: pareto lists, real times, no rounding; it over-estimates only where a
+//     list had to be compressed, which keeps the test valid), every distinct sample has its own
+//     level, and each round first adds a greedy pattern the LP's weights violate (cheap: no exact
+//     pricing) before pricing exactly. Exactness matters: on
 //     code_longtail (64 samples, 64 ranks) the rounded programme below left cplab / bound at a mean
 //     of 1.0068 on 40 batches, exact pricing 1.0037 (a rank cannot be filled to exactly T; the
 //     rounding and the fractional small sizes pretend it can).
@@ -26,17 +27,18 @@
 // one's place in any pattern, so some optimal weights of the full LP do): samples are put in
 // levels by least work and pi of level l = sum_{k <= l} x_k / cnt_k, x >= 0 (cnt_k: samples at
 // levels >= k, so sum pi = sum x). Levels of equal samples narrow the LP without losing its optimum
-// (the buckets above do lose some); column generation then converges in fewer patterns (issue 24's fifth pass: megatron_example, 256 samples
-// on 64 ranks, mean cplab / bound 1.0064 -> 1.0047 in the same time; code_longtail on 64 ranks,
-// 64 samples: the LP in 0.45x the time, mean 1.0041 against 1.0040).
+// (the buckets above do lose some); column generation then converges in fewer patterns (issue
+// 24's fifth pass: megatron_example, 256 samples on 64 ranks, mean cplab / bound 1.0064 -> 1.0047
+// in the same time; code_longtail on 64 ranks, 64 samples: the LP in 0.45x the time, mean 1.0041
+// against 1.0040).
 // The weights come from column generation: the restricted dual LP (max sum x, pi . a_P <= 1 for
 // the patterns found so far; dcp_tableau.h, dual simplex after each added pattern, slack rows
 // dropped) gives weights; they are asked at 0.9 x the best certificate so far + 0.1 x the LP's
 // (Wentges smoothing), then at the LP's own (on batches of more than 96 samples only when the
-// first found no cut); the pricing gives V and the pattern reaching it, which is added
-// while it cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP optimum is <= N (then no
-// weights can prove it: the full LP has more constraints), or after a fixed number of patterns
-// (not proven).
+// first found no cut); the pricing gives V and the pattern reaching it, which is added while it
+// cuts the LP's weights off. It stops when sum pi > N V (too short), when the restricted LP
+// optimum is <= N (then no weights can prove it: the full LP has more constraints), or after a
+// fixed number of patterns (not proven).
 // Speed (issue 24): sizes with more ranks and no shorter time than a smaller size are dropped first
 // (they never add to V: less pi / c for no less time). Before that, every sample's largest sizes
 // (long only because of the per-step ring latency of CP 32 or 64) counted as "big": every sample

@@ -145,17 +145,16 @@ DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed) {
   return s;
 }
 
-void canonical_order(const std::vector<double>& v, std::int64_t s, std::int64_t c, std::vector<double>& out) {
-  if (c == 1) {
-    out.push_back(v[static_cast<size_t>(s)]);
-    return;
-  }
-  std::vector<double> a, b;
-  canonical_order(v, s, c / 2, a);
-  canonical_order(v, s + c / 2, c / 2, b);
-  if (b < a) std::swap(a, b);
-  out.insert(out.end(), a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
+void canonical_order(std::span<const double> v, std::int64_t s, std::int64_t c, std::vector<double>& out) {
+  // bottom up in place: when blocks of g are in canonical order, a block of 2 g is by putting its
+  // lesser half first
+  const auto first = static_cast<std::ptrdiff_t>(out.size());
+  out.insert(out.end(), v.begin() + s, v.begin() + s + c);
+  const auto at = out.begin() + first;
+  for (std::ptrdiff_t g = 1; g < c; g *= 2)
+    for (std::ptrdiff_t b = 0; b < c; b += 2 * g)
+      if (std::lexicographical_compare(at + b + g, at + b + 2 * g, at + b, at + b + g))
+        std::swap_ranges(at + b, at + b + g, at + b + g);
 }
 
 }  // namespace cplab

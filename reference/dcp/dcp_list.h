@@ -53,8 +53,9 @@ double makespan_of(const std::vector<Placed>& placed);
 DcpSchedule to_schedule(const ListProblem& p, std::vector<Placed> placed);
 // per-rank values v[s, s + c) (free times, loads) in an order that is the same under the buddy
 // tree's symmetries (swapping the two halves of any aligned block): at every block, the
-// lexicographically smaller half first; appended to `out`. The exhaustive searches
-// (dcp_exact.cpp, dcp_exact_tree.cpp) visit each state once up to those symmetries
-void canonical_order(const std::vector<double>& v, std::int64_t s, std::int64_t c, std::vector<double>& out);
+// lexicographically smaller half first; appended to `out` (c a power of two). The exhaustive
+// searches (dcp_exact.cpp, dcp_exact_tree.cpp) and the huge-sample bound test (dcp_bound_huge.cpp)
+// visit each state once up to those symmetries
+void canonical_order(std::span<const double> v, std::int64_t s, std::int64_t c, std::vector<double>& out);
 
 }  // namespace cplab
