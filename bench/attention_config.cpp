@@ -6,6 +6,7 @@
 #include "attention_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <system_error>
@@ -43,13 +44,22 @@ std::vector<std::int64_t> parse_list(const std::string& text, const std::string&
 
 const char* to_string(Pass p) { return p == Pass::fwd ? "fwd" : "bwd"; }
 
-std::string default_baseline_command() {
-  return std::string("python3 '") + CPLAB_BENCH_DIR + "/sdpa_baseline.py'";
+// The folder of sdpa_baseline.py and sdpa_error.py: the environment's CPLAB_BENCH_DIR when set (a
+// binary built on another machine, run from a copy of the source tree elsewhere: scripts/gpu-results.sh's
+// prebuilt fallback), else this source tree's bench/ as compiled in.
+static std::string bench_script(const char* name) {
+  const char* env = std::getenv("CPLAB_BENCH_DIR");
+  std::string dir = env && *env ? env : CPLAB_BENCH_DIR;
+  std::string path = dir + "/" + name;
+  std::error_code ec;
+  require(!env || !*env || std::filesystem::is_regular_file(path, ec),
+          std::string("CPLAB_BENCH_DIR=") + env + " has no " + name + " (it must name cplab's bench/ folder)");
+  return "python3 '" + path + "'";
 }
 
-std::string default_sdpa_error_command() {
-  return std::string("python3 '") + CPLAB_BENCH_DIR + "/sdpa_error.py'";
-}
+std::string default_baseline_command() { return bench_script("sdpa_baseline.py"); }
+
+std::string default_sdpa_error_command() { return bench_script("sdpa_error.py"); }
 
 AttentionPlan make_plan(const AttentionArgs& a) {
   AttentionPlan p;

@@ -2,9 +2,12 @@
 # gpu-results-lib.sh: the step machinery of scripts/gpu-results.sh (sourced by it, not run).
 #
 # What it is: OUTDIR's three files (results.md, steps.log, the tarball, repacked after every step and
-# in an EXIT trap), the machine's facts (CUDA on PATH, NCCL, the commit, the GPU), and run_step:
-# one command under `timeout -k 10 T` with T = its limit clipped to what is left before the run's
-# deadline, its status and a summary of its log appended to results.md as soon as it ends.
+# in an EXIT trap), the machine's facts (CUDA on PATH, NCCL, the commit, the GPU), run_step: one
+# command under `timeout -k 10 T` with T = its limit clipped to what is left before the run's
+# deadline, its status and a summary of its log appended to results.md as soon as it ends; gate_step
+# (a step not run because one it needs did not pass); use_prebuilt (the fallback's programs); and the
+# state file (out/gpu-results.state: each step's status and the failed tests, which a diagnose call
+# on the same machine reads).
 # What it is not: the plan (which steps, their limits and estimates: scripts/gpu-results.sh).
 # Expects from the caller: root, out (OUTDIR), name (the tarball's folder), bdir, limit (seconds for
 # the whole run, 0 = none), reserve (seconds kept for a timed-out step's kill grace and the packing).
@@ -116,10 +119,29 @@ fi
 gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | paste -sd';' -)
 
 # ---- steps
-n_pass=0 n_fail=0 n_timeout=0 n_skip=0 n_notrun=0
+n_pass=0 n_fail=0 n_timeout=0 n_skip=0 n_notrun=0 n_gated=0
 last_rc=""  # the last step's exit status, or not-run
-# run_step KIND TITLE KEY LIMIT COMMAND...: KIND configure | build | ctest | bench (what results.md
-# shows of the log). A ctest step also gets --stop-time 15 s before its time-out: ctest's --timeout
+declare -A key_status=()  # KEY -> PASS FAIL TIMEOUT SKIPPED NOTRUN GATED
+declare -A ctest_passed=() ctest_skipped=()  # a ctest step's KEY -> its tests passed, skipped
+step_keys=()              # the keys in the order they ran
+state_put() {  # state_put LINE...: append to the state file (key=value and "step KEY STATUS" lines)
+  mkdir -p "$(dirname "$state")" && printf '%s\n' "$@" >>"$state"
+}
+note_status() {  # note_status KEY STATUS
+  key_status[$1]=$2
+  step_keys+=("$1")
+  state_put "step $1 $2"
+}
+# gate_step KEY TITLE WHY: a step not run because a step it needs did not pass (not a failure of its own)
+gate_step() {
+  n_gated=$((n_gated + 1))
+  note_status "$1" GATED
+  echo "[$(now)] NOT RUN $2: $3" >>"$steplog"
+  md "" "## $2" "" "**NOT RUN** (gated): $3."
+  pack
+}
+# run_step KIND TITLE KEY LIMIT COMMAND...: KIND configure | build | ctest | bench | preflight | sanitize
+# (what results.md shows of the log). A ctest step also gets --stop-time 15 s before its time-out: ctest's --timeout
 # does not shorten a test's own TIMEOUT property (comm_gpu_tests: 600 s), --stop-time does.
 run_step() {
   local kind=$1 title=$2 key=$3 budget=$4
@@ -130,6 +152,7 @@ run_step() {
     [ "$t" -le "$left" ] || t=$left
     if [ "$t" -lt "$budget" ] && [ "$t" -lt 60 ]; then  # cut short to under a minute: not worth it
       n_notrun=$((n_notrun + 1))
+      note_status "$key" NOTRUN
       echo "[$(now)] NOT RUN $title: $left s left in the run, limit $budget s" >>"$steplog"
       md "" "## $title" "" "**NOT RUN**: $left s left of the run's $limit s (step limit $budget s)."
       pack
@@ -163,10 +186,10 @@ run_step() {
   child="" current="(none)" current_log="" last_rc=$rc
   local dt=$((SECONDS - t0))
   case $rc in
-    0) status="PASS"; n_pass=$((n_pass + 1)) ;;
-    124 | 137) status="TIMEOUT after $dt s (limit $t s; killed)"; n_timeout=$((n_timeout + 1)) ;;
-    77) status="SKIPPED (exit 77: no CUDA device)"; n_skip=$((n_skip + 1)) ;;
-    *) status="FAIL (exit $rc)"; n_fail=$((n_fail + 1)) ;;
+    0) status="PASS"; n_pass=$((n_pass + 1)); note_status "$key" PASS ;;
+    124 | 137) status="TIMEOUT after $dt s (limit $t s; killed)"; n_timeout=$((n_timeout + 1)); note_status "$key" TIMEOUT ;;
+    77) status="SKIPPED (exit 77: no CUDA device)"; n_skip=$((n_skip + 1)); note_status "$key" SKIPPED ;;
+    *) status="FAIL (exit $rc)"; n_fail=$((n_fail + 1)); note_status "$key" FAIL ;;
   esac
   echo "[$(now)] end $title: $status, $dt s" >>"$steplog"
   md "" "## $title" "" "**$status**, $dt s (timeout $([ "$t" -gt 0 ] && echo "$t s" || echo none)); log \`$name/$key.log\`"
@@ -176,8 +199,10 @@ run_step() {
     build) summarize_build "$log" ;;
     ctest) summarize_ctest "$log" "$key" ;;
     bench) md "" '```'; tail -n 300 "$log" >>"$results"; md '```' ;;
+    preflight) md "" '```'; tail -n +3 "$log" | head -n 60 >>"$results"; md '```' ;;
+    sanitize) md "" '```'; tail -n 80 "$log" >>"$results"; md '```' ;;
   esac
-  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ "$kind" != bench ]; then
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [[ $kind != @(bench|preflight|sanitize) ]]; then
     md "" "Last 40 lines of the log:" "" '```'; tail -n 40 "$log" >>"$results"; md '```'
   fi
   pack
@@ -210,7 +235,34 @@ summarize_ctest() {
     count="$count$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )$k( |$)" "$log") $k, "
   done
   md "" "Tests: ${count%, } (Skipped: exit 77, no GPU, or kernel v3 refused on a GPU that is not CC 9.0)"
+  ctest_passed[$key]=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.* Passed( |$)" "$log")
+  ctest_skipped[$key]=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )Skipped( |$)" "$log")
   md "" '```'
   grep -E '^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed|The following tests|^[[:space:]]+[0-9]+ - |Total Test time' "$log" >>"$results"
   md '```'
+  # the failed tests and the first failing doctest case of each (scripts/gpu_results_ctest.py), for diagnose
+  local line
+  while IFS= read -r line; do state_put "failed $key $line"; done < <(python3 "$root/scripts/gpu_results_ctest.py" failures "$log")
+}
+
+# use_prebuilt WHY: the fallback: .deps/prebuilt.tar.xz unpacked into build-gpu-prebuilt (a step of its
+# own), then bdir points there and the programs find libgomp and the SDPA scripts
+use_prebuilt() {
+  local dir=$root/build-gpu-prebuilt
+  if [ ! -f "$root/.deps/prebuilt.tar.xz" ]; then
+    md "" "> No prebuilt fallback: .deps/prebuilt.tar.xz was not carried (bash scripts/gpu-bundle.sh --prebuilt makes it)."
+    return 1
+  fi
+  run_step configure "prebuilt fallback: unpack .deps/prebuilt.tar.xz ($1)" prebuilt 10 \
+    bash "$root/scripts/gpu-prebuilt.sh" use "$dir"
+  [ "$last_rc" = 0 ] || return 1
+  bdir=$dir
+  export LD_LIBRARY_PATH=$dir/prebuilt-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CPLAB_BENCH_DIR=$root/bench
+  local origin pc
+  origin=$(sed -n 's/^built=//p' "$dir/prebuilt-ORIGIN")
+  pc=$(sed -n 's/^commit=//p' "$dir/prebuilt-ORIGIN")
+  md "" "> **PREBUILT PROGRAMS**: $1, so the steps below run the programs of .deps/prebuilt.tar.xz, built" \
+    "> $origin from commit $pc (dirty: $(sed -n 's/^dirty=//p' "$dir/prebuilt-ORIGIN")), not the ones built here."
+  case "$commit" in "$pc"*) ;; *) md "> **Their commit differs from this tree's ($commit)**: they may not match the source." ;; esac
+  state_put "bdir=$bdir" "prebuilt=1"
 }

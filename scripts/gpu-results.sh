@@ -1,95 +1,99 @@
 #!/usr/bin/env bash
-# gpu-results.sh: every GPU measurement of cplab in ONE command of at most 540 s on a GPU machine.
+# gpu-results.sh: every GPU measurement of cplab, in two device calls that fit a 15-minute device budget.
 #
-#   scripts/gpu-results.sh [all-in-one] [OUTDIR]       the one command (the default)
-#   scripts/gpu-results.sh --dry-run [--measure-build]  here: print the plan; measure the build
-#   scripts/gpu-results.sh build-test|attention|bench|all [OUTDIR]   the older phases (below)
+#   bash scripts/gpu-results.sh [call1] [OUTDIR]                  call 1 (the default): at most 360 s
+#   bash scripts/gpu-results.sh diagnose [--failed KEYS] [OUTDIR] call 2: what call 1 printed, at most 240 s
+#   bash scripts/gpu-results.sh all [OUTDIR]                      your own GPU machine: everything, no limits
+#   bash scripts/gpu-results.sh --dry-run [--measure-build] [--plan-only]   here: the plan of both calls
 #
-# ON THE DEVICE (the device tool, one call, from a cold start):
-#   1. here, first: scripts/gpu-bundle.sh   (.deps/: Eigen, doctest, CLI11, nlohmann-json headers and
-#      .deps/COMMIT; 10.2 MiB, with the 3.3 MiB tree well under the 64 MiB carry limit: the dry run
-#      checks it)
-#   2. run with carry [".deps"], command `scripts/gpu-results.sh`, timeout_s 600
-#      (the script stops itself by 540 s; the 60 s left are margin, not plan: with the machine's
-#      start, one such call fits a 15-minute device budget, a second one does not)
-#   3. commit $OUT's results.md as data/gpu/results-<gpu>-<commit>.md; the tarball holds the logs,
-#      JSON and traces (cplab-viz --view timeline --trace).
+# ON THE DEVICE (the device tool; 15 minutes in all: the machine's start, 1-2 min, every call, the idle
+# time between them; no machine starts with under 4 minutes left):
+#   1. here, first: bash scripts/gpu-bundle.sh --prebuilt (.deps/: the header-only dependencies, the
+#      commit, and the prebuilt fallback; the dry run checks the carry against 64 MiB)
+#   2. call 1: carry [".deps"], command `bash scripts/gpu-results.sh`, timeout_s 420. It stops itself by
+#      360 s and prints, last, the recipe of call 2 (also at the end of results.md).
+#   3. call 2, AT ONCE (the machine stays warm 30 s; its build folder and out/gpu-results.state, which
+#      says what failed, stay with it): the recipe's command, carry [".deps"], timeout_s 270. It reruns
+#      only what failed with CUDA_LAUNCH_BLOCKING=1 and runs compute-sanitizer on one failing case;
+#      when nothing failed, it runs the 64K ring. On a fresh machine it builds first (the recipe's
+#      --failed names the steps, so it needs no state).
+#   4. give the machine back; commit each call's results.md as data/gpu/results-<gpu>-<commit>-callN.md.
+# Call 1's steps: preflight (versions, nvidia-smi, torch), configure, build of the five programs the GPU
+# steps run (if it fails: the prebuilt programs of .deps/prebuilt.tar.xz, and results.md says so),
+# ldd of those programs, the GPU tests, kernel v3's tests, cplab-bench attention (v2, 3 iterations),
+# v3's forward (only if v3's tests passed; no yardstick), cplab-bench cp (the ring at 32K tokens, the
+# other modes at 16K; v3's ring only if v3's tests passed). Each step runs under `timeout -k 10` at its
+# own limit, clipped to what is left before the run's limit less a 25 s reserve (a killed step's grace
+# and the packing); the limits sum to at most that (the dry run checks it, and a ctest test checks the
+# dry run).
 # OUTDIR (default: $OUT, the device tool's folder, else out/gpu-results) gets three files, written as
-# each step ends (names [A-Za-z0-9._-]; nothing else lands there):
-#   results.md                 commit, GPU, nvcc, g++, date; per step its status (PASS / FAIL rc /
-#                              TIMEOUT / SKIPPED (exit 77, no GPU) / NOT RUN), the build's warning
-#                              count, ctest's result lines, the bench tables, a failed step's last 40 lines
-#   steps.log                  one line per step start and end, with times
-#   gpu-results-PHASE.tgz      every log, JSON and trace (and the two files above), folder gpu-results-PHASE/
-# The tarball is repacked after every step and in an EXIT trap, so a kill still leaves what was done.
-#
-# all-in-one: configure (Ninja, Release, sm_90, warnings not errors), build ONLY the five targets the
-# GPU steps run, the GPU tests (v3's cases in processes of their own: cuda_tests_v3, cp_gpu_tests_v3,
-# bench_*_v3), cplab-bench attention (v2 fwd + bwd, v3 fwd) beside PyTorch SDPA flash and cuDNN, and
-# cplab-bench cp for every mode (the ring at 64K tokens, the others at 32K). Every step has its own
-# limit (`timeout -k 10`), clipped to what is left before 540 - 25 s (25 s kept for a killed step's
-# grace, up to 13 s, and the packing). The limits sum to 505 s, so a step that hangs is cut at its
-# own limit and the later ones still get theirs (a kill adds up to 13 s, which the last steps lose
-# when every step runs to its limit: the last one is then cut short or NOT RUN, as results.md says).
-# `--dry-run` prints the steps, their limits and estimates, and checks that sum; `--dry-run
-# --measure-build` also configures and builds exactly those targets here
-# (scripts/gpu-build-measure.sh, CPU seconds, scaled to 16 cores). The figures of the last dry run,
-# with the date and the machine: data/gpu/dry-run.md.
-# Older phases (each its own call; the build dir does not survive a cold start): build-test
-# (full build, ctest -L cuda), attention (v2 full FA2/FA3 setup), bench (v3 fwd + every CP mode),
-# each limited to 550 s; all = every step of the three, no limits (your own GPU machine).
+# each step ends: results.md (commit, GPU, versions; per step its status PASS / FAIL rc / TIMEOUT /
+# SKIPPED (exit 77, no GPU) / NOT RUN, the build's warnings, ctest's result lines, the bench tables, a
+# failed step's last 40 lines; last, call 2's recipe), steps.log (one line per step start and end) and
+# gpu-results-PHASE.tgz (every log, JSON and trace; repacked after every step and in an EXIT trap).
 # Environment: CPLAB_GPU_BUILD_DIR (default build-gpu), CUDA_ARCH (default 90), CPLAB_GPU_PHASE_LIMIT
-#   (seconds; 0 = none), NCCL_HOME, CPLAB_GPU_SKIP_BUILD=1 (use the build dir as it is).
-# The build is configured with -DCPLAB_WERROR=OFF (a newer host compiler's new warnings must not cost
-# a GPU session its build); results.md counts the warnings instead. NCCL: the system's nccl.h, else
-# the pip wheel nvidia-nccl-cu13, else no NcclComm. The commit: git, else .deps/COMMIT.
-# Exit status: the number of failed, timed-out or not-run steps (0: all passed or skipped); 2 bad usage.
+#   (seconds for the whole call; 0 = none), CPLAB_GPU_PREBUILT=force (the prebuilt programs without
+#   trying the build: a rehearsal), CPLAB_SANITIZER_TOOL (default memcheck), NCCL_HOME.
+# Exit status: the number of failed, timed-out or not-run steps (0: all passed, skipped or gated); 2 bad usage.
 # What it is not: a CPU test (scripts/test.sh), a multi-GPU run (pass --backend nccl yourself), or a
-# place for benchmark logic (bench/; this only runs it and files the output). The machinery (steps,
-# time limits, OUTDIR's files) is scripts/gpu-results-lib.sh.
+# place for benchmark logic (bench/). The step machinery: scripts/gpu-results-lib.sh; the dry run's
+# report: scripts/gpu-results-dry.sh; the diagnose plan: scripts/gpu-results-diagnose.sh.
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 
-phases="all-in-one (default), build-test, attention, bench, all"
-usage() { sed -n '4,6p' "$0" | sed 's/^# *//'; echo "phases: $phases (see the header of $0)"; }
-dry=0 measure=0 phase=""
+phases="call1 (default), diagnose, all"
+usage() { sed -n '4,7p' "$0" | sed 's/^# *//'; echo "phases: $phases (see the header of $0)"; }
+dry=0 measure=0 plan_only=0 phase="" failed_arg=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --measure-build) measure=1 ;;
+    --plan-only) plan_only=1 ;;
+    --failed) [ $# -ge 2 ] || { echo "gpu-results: --failed needs a value (step keys, comma-separated)" >&2; exit 2; }
+      failed_arg=$2; shift ;;
+    --failed=*) failed_arg=${1#--failed=} ;;
     -h | --help) usage; exit 0 ;;
-    all-in-one | build-test | attention | bench | all) [ -z "$phase" ] || break; phase=$1 ;;
-    -*) echo "gpu-results: unknown option '$1'; valid: --dry-run, --measure-build, --help" >&2; usage >&2; exit 2 ;;
+    call1 | diagnose | all) [ -z "$phase" ] || break; phase=$1 ;;
+    -*) echo "gpu-results: unknown option '$1'; valid: --dry-run, --measure-build, --plan-only, --failed, --help" >&2
+      usage >&2; exit 2 ;;
     *) break ;;
   esac
   shift
 done
-phase=${phase:-all-in-one}
+phase=${phase:-call1}
 [ $# -le 1 ] || { echo "gpu-results: too many arguments: $*; valid phases: $phases" >&2; usage >&2; exit 2; }
 if [ $# = 1 ] && [ ! -d "$1" ] && [ -z "${1##[a-z]*}" ] && [ "${1#*/}" = "$1" ] && [ "$1" = "${1%.*}" ]; then
   echo "gpu-results: unknown phase '$1'; valid phases: $phases (an OUTDIR that is a plain word: write ./$1)" >&2
   exit 2
 fi
 [ "$measure" = 0 ] || [ "$dry" = 1 ] || { echo "gpu-results: --measure-build needs --dry-run" >&2; exit 2; }
-[ "$dry" = 0 ] || [ "$phase" = all-in-one ] || { echo "gpu-results: --dry-run plans the all-in-one run only" >&2; exit 2; }
+[ "$plan_only" = 0 ] || [ "$dry" = 1 ] || { echo "gpu-results: --plan-only needs --dry-run" >&2; exit 2; }
+[ "$dry" = 0 ] || [ "$phase" = call1 ] || { echo "gpu-results: --dry-run plans call 1 and call 2 together; name no phase" >&2; exit 2; }
+[ -z "$failed_arg" ] || [ "$phase" = diagnose ] || { echo "gpu-results: --failed belongs to the diagnose phase" >&2; exit 2; }
+[[ $failed_arg =~ ^[a-z0-9_,]*$ ]] || { echo "gpu-results: --failed '$failed_arg': expected step keys such as ctest_v3,cp_p2p" >&2; exit 2; }
 bdir=${CPLAB_GPU_BUILD_DIR:-build-gpu}
 jobs=$(nproc)
 [ "$dry" = 0 ] || jobs=16  # the dry run shows the GPU machine's command
 arch=${CUDA_ARCH:-90}
+call1_limit=${CPLAB_GPU_CALL1_LIMIT:-360}  # the call's own limit; the test of the check lowers it
+diagnose_limit=240
 case "$phase" in
   all) limit=${CPLAB_GPU_PHASE_LIMIT:-0} ;;
-  all-in-one) limit=${CPLAB_GPU_PHASE_LIMIT:-540} ;;
-  *) limit=${CPLAB_GPU_PHASE_LIMIT:-550} ;;
+  call1) limit=${CPLAB_GPU_PHASE_LIMIT:-$call1_limit} ;;
+  diagnose) limit=${CPLAB_GPU_PHASE_LIMIT:-$diagnose_limit} ;;
 esac
+[[ $limit =~ ^[0-9]+$ ]] || { echo "gpu-results: CPLAB_GPU_PHASE_LIMIT '$limit' is not a number of seconds" >&2; exit 2; }
 reserve=25  # seconds kept, when a run limit is set, for a timed-out step's kill (-k 10, then 3 s) and the packing
 name=gpu-results-$phase
+state=$root/out/gpu-results.state  # git-ignored: stays on a warm machine for the diagnose call (call 1 writes it)
 
-# What the all-in-one run builds and tests. The GPU tests are ctest -L cuda without those labelled
-# host (tests/cuda/CMakeLists.txt: they need no GPU and CI runs them: the kernel emulation and its
-# mutants, the host checks, bad arguments, the SASS report), so these targets are all they need;
-# `--dry-run --measure-build` checks every selected test's program is among them.
+# The five programs the GPU steps run; the GPU tests are ctest -L cuda without those labelled host
+# (tests/cuda/CMakeLists.txt: they need no GPU and CI runs them); `--dry-run --measure-build` checks
+# every selected test's program is among them.
 gpu_targets=(cplab_cuda_tests cplab_comm_tests cplab_cp_gpu_tests cplab-comm-check cplab-bench)
+gpu_programs=(tests/cuda/cplab_cuda_tests tests/cuda/cplab_comm_tests tests/cuda/cplab_cp_gpu_tests
+              cuda/comm/cplab-comm-check bench/cplab-bench)
 gpu_sel=(-L cuda -LE host -E '_v3$')   # the GPU tests but v3's
 v3_sel=(-L cuda -LE host -R '_v3$')    # v3's, each its own process
 
@@ -107,12 +111,21 @@ step() {
     done
     [ "$kind" = ctest ] && c="$c --stop-time <start + $((lim - 15)) s>"
     c=${c# } c=${c//|/\\|}  # a | would split the markdown table's cell
-    plan_rows+=("| $title | $lim | $est | \`$c\` |")
+    plan_rows+=("| $title | \`$key\` | $lim | $est | \`$c\` |")
     plan_sum=$((plan_sum + lim))
     [ "$key" != build ] || plan_build=$lim
   else
     run_step "$kind" "$title" "$key" "$lim" "$@"
   fi
+}
+# all_passed KEY: ctest step KEY passed, with at least one test and none skipped
+all_passed() { [ "${key_status[$1]:-}" = PASS ] && [ "${ctest_passed[$1]:-0}" -gt 0 ] && [ "${ctest_skipped[$1]:-0}" = 0 ]; }
+# gated KEY NEED TITLE: false (run it) when step NEED's tests all passed; else the step is gated, true
+gated() {
+  [ "$dry" = 1 ] && return 1
+  all_passed "$2" && return 1
+  gate_step "$1" "$3" "it runs only when $2 passed every test (it: ${key_status[$2]:-not run}, ${ctest_passed[$2]:-0} passed, ${ctest_skipped[$2]:-0} skipped)"
+  return 0
 }
 
 configure_args() {  # the configure command's arguments (the lib's NCCL and commit, when run)
@@ -122,14 +135,15 @@ configure_args() {  # the configure command's arguments (the lib's NCCL and comm
   cfg=("${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCPLAB_WERROR=OFF
        "${prefix[@]}" "${nccl_args[@]}" "${commit_args[@]}")
 }
-# configure (when needed) and build TARGETS (none: everything)
+# ensure_build CONF_LIMIT CONF_EST BUILD_LIMIT BUILD_EST [TARGETS]: configure (when needed) and build;
+# when that fails (or CPLAB_GPU_PREBUILT=force), the prebuilt programs
 ensure_build() {
   local cl=$1 ce=$2 bl=$3 be=$4 tg=()
   shift 4
   [ $# = 0 ] || tg=(--target "$@")
-  if [ "${CPLAB_GPU_SKIP_BUILD:-0}" = 1 ] && [ "$dry" = 0 ]; then
-    md "" "## configure, build" "" "skipped: CPLAB_GPU_SKIP_BUILD=1 (the binaries in $bdir are used as they are)."
-    echo "[$(now)] configure and build skipped: CPLAB_GPU_SKIP_BUILD=1" >>"$steplog"
+  if [ "$dry" = 0 ] && [ "${CPLAB_GPU_PREBUILT:-}" = force ]; then
+    md "" "## configure, build" "" "skipped: CPLAB_GPU_PREBUILT=force (the prebuilt programs, without trying the build)."
+    use_prebuilt "CPLAB_GPU_PREBUILT=force" || md "" "> **No programs to run**: the steps below fail at once."
     return
   fi
   configure_args
@@ -141,163 +155,104 @@ ensure_build() {
     step configure configure configure "$cl" "$ce" cmake -S . -B "$bdir" "${cfg[@]}"
   fi
   step build build build "$bl" "$be" cmake --build "$bdir" -j "$jobs" "${tg[@]}"
-  if [ "$dry" = 0 ] && [ "$last_rc" != 0 ]; then
-    md "" "> **The build did not finish**: the steps below run whatever binaries exist in $bdir (missing ones" \
-      "> fail at once; others may be stale)."
+  if [ "$dry" = 0 ]; then
+    state_put "bdir=$bdir"
+    [ "$last_rc" = 0 ] || use_prebuilt "the build on this machine failed (exit $last_rc)" ||
+      md "" "> **The build did not finish**: the steps below run whatever programs exist in $bdir (missing ones" \
+        "> fail at once; others may be stale)."
   fi
 }
 
-bench=$bdir/bench/cplab-bench
-# cp 8 ranks, 32/8 heads, d 128, causal bf16; each run times 4 kinds x --iters per pass after --warmup:
-# about 24 F + 13 B GPU seconds with F, B one forward, backward over all tokens on one GPU
+# ---- the benchmarks: bench_cmd KEY sets title and cmd (the bench's command for step KEY)
+# cp: 8 ranks, 32/8 heads, d 128, causal bf16; each run times 4 kinds x --iters per pass after --warmup
 cp_shape=(--cp 8 --heads 32 --kv-heads 8 --head-dim 128 --warmup 1 --iters 3)
-# cp_modes LIMIT_P2P LIMIT_OTHER LIMIT_V3 SEQ_OTHER: the ring at 64K tokens (one attention call at 64K
-# beside it: issue 23's 1.15x), the other modes at SEQ_OTHER, then the ring with kernel v3, forward
-cp_modes() {
-  local mode key extra lim seq
-  for mode in p2p allgather a2a a2a+p2p; do
-    key=cp_${mode//+/_} extra=() lim=$2 seq=$4
-    [ "$mode" = p2p ] && lim=$1 seq=65536
-    [ "$mode" = a2a+p2p ] && extra=(--hcp "2,4")
-    step bench "cplab-bench cp --mode $mode${extra[*]:+ ${extra[*]}} --seq $seq" "$key" "$lim" "$(cp_estimate "$seq" both)" \
-      "$bench" cp --mode "$mode" "${extra[@]}" --seq "$seq" "${cp_shape[@]}" --json "$work/$key.json" --trace "$work/${key}_trace.json"
-  done
-  step bench "cplab-bench cp --mode p2p --kernel v3 --pass fwd --seq 65536" cp_p2p_v3_fwd "$3" "$(cp_estimate 65536 fwd)" \
-    "$bench" cp --mode p2p --kernel v3 --pass fwd --seq 65536 "${cp_shape[@]}" --json "$work/cp_p2p_v3_fwd.json" \
-    --trace "$work/cp_p2p_v3_fwd_trace.json"
+# shellcheck disable=SC2054  # the commas are cplab-bench list values
+attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both --warmup 1 --iters 3)  # 8 shapes, FA2/FA3's d
+cp_seq_p2p=32768 cp_seq_other=16384
+bench_cmd() {
+  local b=$bdir/bench/cplab-bench mode extra=() seq=$cp_seq_other
+  case "$1" in
+    attention_v2) title="cplab-bench attention (kernel v2, fwd + bwd, 3 iterations)"
+      cmd=("$b" attention "${attn_shapes[@]}" --json "$work/$1.json") ;;
+    attention_v3_fwd) title="cplab-bench attention --kernel v3 --pass fwd (no yardstick)"
+      cmd=("$b" attention --kernel v3 --pass fwd "${attn_shapes[@]}" --no-sdpa-error --json "$work/$1.json") ;;
+    cp_p2p_v3_fwd | cp_p2p_64k | cp_p2p_v3_fwd_64k)
+      seq=$cp_seq_p2p extra=(--kernel v3 --pass fwd)
+      case "$1" in cp_p2p_64k) seq=65536 extra=() ;; cp_p2p_v3_fwd_64k) seq=65536 ;; esac
+      title="cplab-bench cp --mode p2p${extra[*]:+ ${extra[*]}} --seq $seq"
+      cmd=("$b" cp --mode p2p "${extra[@]}" --seq "$seq" "${cp_shape[@]}" --json "$work/$1.json" --trace "$work/${1}_trace.json") ;;
+    cp_p2p | cp_allgather | cp_a2a | cp_a2a_p2p)
+      mode=${1#cp_} mode=${mode/a2a_p2p/a2a+p2p}
+      [ "$mode" = p2p ] && seq=$cp_seq_p2p
+      # shellcheck disable=SC2054  # 2,4 is one value
+      [ "$mode" = a2a+p2p ] && extra=(--hcp 2,4)
+      title="cplab-bench cp --mode $mode${extra[*]:+ ${extra[*]}} --seq $seq"
+      cmd=("$b" cp --mode "$mode" "${extra[@]}" --seq "$seq" "${cp_shape[@]}" --json "$work/$1.json" --trace "$work/${1}_trace.json") ;;
+    *) return 1 ;;
+  esac
 }
-# the GPU seconds of one cp run, guessed from the issue's predicted rates (v2 forward 200, backward 80
-# TFLOP/s; causal FLOPs 4 h s^2 d / 2 forward, 2.5x that backward): 24 F + 13 B, or 13 F forward only
+bench_keys=(  # call 2 reads them (scripts/gpu-results-diagnose.sh)
+  attention_v2 attention_v3_fwd cp_p2p cp_allgather cp_a2a cp_a2a_p2p cp_p2p_v3_fwd)
+# the GPU seconds of one cp run, guessed from the predicted rates (v2 forward 200, backward 80 TFLOP/s;
+# causal FLOPs 4 h s^2 d / 2 forward, 2.5x that backward): 24 F + 13 B, or 13 F forward only
 cp_estimate() {
   awk -v s="$1" -v p="$2" 'BEGIN { f = 4 * 32 * s * s * 128 / 2; F = f / 200e12; B = 2.5 * f / 80e12
     t = (p == "fwd") ? 13 * F : 24 * F + 13 * B
-    printf "%.0f s GPU + set-up (guess from the predicted rates; never run)", t }'
+    printf "%.1f s GPU + set-up (guess from the predicted rates; never run)", t }'
+}
+bench_step() {  # bench_step KEY LIMIT ESTIMATE [PREFIX...]: the bench of KEY as a step
+  local key=$1 lim=$2 est=$3
+  shift 3
+  bench_cmd "$key"
+  step bench "$title" "$key" "$lim" "$est" "$@" "${cmd[@]}"
 }
 
-# all-in-one: the limits sum to 505 s, 10 s under the 515 s before the reserve (checked by --dry-run,
-# whose last output, with the build measured, is data/gpu/dry-run.md). The GPU steps' estimates are
-# guesses: none of them has run on a GPU yet.
-# shellcheck disable=SC2054  # the commas are cplab-bench list values
-attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both)  # 8 shapes: the FA2/FA3 anchors' d and 8K
-plan_all_in_one() {
-  ensure_build 30 "10-11 s wall, 4 CPU s on the busy 2-core dev box" \
-    90 "16-31 s: 260-287 CPU s in two runs on the 2-core dev box, scaled to 16 cores (below)" "${gpu_targets[@]}"
-  step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 95 "30-80 s (guess), 4 at a time" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 80
-  # cp_gpu_tests_v3: 14 CP runs at 1600 tokens, d 64/128, each checked against a dense double reference
-  # (`cplab run` of one such shape: 2.4 CPU s here for the CP simulation and the dense oracle together)
-  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 45 "10-30 s (guess); a v3 stall traps in 10 s" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 30
-  step bench "cplab-bench attention (kernel v2, fwd + bwd)" attention_v2 70 \
-    "30-60 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)" \
-    "$bench" attention "${attn_shapes[@]}" --json "$work/attention_v2.json"
-  step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 35 "15-30 s (guess): as above, forward only" \
-    "$bench" attention --kernel v3 --pass fwd "${attn_shapes[@]}" --json "$work/attention_v3_fwd.json"
-  cp_modes 45 25 20 32768
+# ---- call 1: the limits sum to 335 s, the 360 s before the 25 s reserve (checked by --dry-run; its last
+# output is data/gpu/dry-run.md). The GPU steps' estimates are guesses: none has run on a GPU yet.
+plan_call1() {
+  step preflight "preflight: versions, nvidia-smi, torch" preflight 15 "2-10 s (a cold torch import)" \
+    bash scripts/gpu-preflight.sh versions
+  ensure_build 20 "4 s CPU here; cmake's CUDA checks" \
+    50 "15-23 s: 242 CPU s on the 2-core dev box, scaled to 16 cores (data/gpu/dry-run.md)" "${gpu_targets[@]}"
+  step preflight "ldd of the five programs" ldd 5 "< 1 s" bash scripts/gpu-preflight.sh ldd "$bdir" "${gpu_programs[@]}"
+  step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 75 "30-70 s (guess), 4 at a time" \
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 55
+  # cp_gpu_tests_v3: 14 CP runs at 1600 tokens, each checked against a dense double reference
+  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 30 "10-25 s (guess); a v3 stall traps in 10 s" \
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 25
+  [ "$dry" = 1 ] || ! all_passed ctest_v3 || state_put v3ok=1  # call 2's 64K v3 ring reads it
+  bench_step attention_v2 40 "20-35 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)"
+  gated attention_v3_fwd ctest_v3 "cplab-bench attention --kernel v3 --pass fwd" ||
+    bench_step attention_v3_fwd 20 "8-15 s (guess): 8 shapes forward, SDPA baseline"
+  bench_step cp_p2p 20 "$(cp_estimate $cp_seq_p2p both)"
+  bench_step cp_allgather 14 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_a2a 14 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_a2a_p2p 14 "$(cp_estimate $cp_seq_other both)"
+  gated cp_p2p_v3_fwd ctest_v3 "cplab-bench cp --mode p2p --kernel v3 --pass fwd" ||
+    bench_step cp_p2p_v3_fwd 13 "$(cp_estimate $cp_seq_p2p fwd)"
 }
 
-# the older phases, as before (each a call of its own, 550 s; all: no limits)
-plan_phase() {
-  case "$1" in
-    build-test | all) ensure_build 60 "15-30 s" 300 "full build" ;;
-    *) ensure_build 60 "15-30 s" 300 "< 10 s on the machine that ran build-test" ;;
-  esac
-  case "$1" in build-test | all)
-    step ctest "ctest -L cuda" ctest_cuda 420 "1-3 min" ctest --test-dir "$bdir" -L cuda --output-on-failure --timeout 120 ;;
-  esac
-  case "$1" in attention | all)
-    step bench "cplab-bench attention (kernel v2, fwd + bwd)" attention_v2 420 "2-4 min" \
-      "$bench" attention --json "$work/attention_v2.json" ;;
-  esac
-  case "$1" in bench | all)
-    step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 150 "1-2 min" \
-      "$bench" attention --kernel v3 --pass fwd --json "$work/attention_v3_fwd.json"
-    cp_modes 80 80 50 65536 ;;
-  esac
+# ---- all: your own GPU machine, no limits: the full build, every cuda test, the full FA2/FA3 setup, 64K
+plan_all() {
+  step preflight "preflight: versions, nvidia-smi, torch" preflight 0 "" bash scripts/gpu-preflight.sh versions
+  ensure_build 0 "" 0 "full build"
+  step ctest "ctest -L cuda" ctest_cuda 0 "" ctest --test-dir "$bdir" -L cuda --output-on-failure --timeout 600
+  step bench "cplab-bench attention (kernel v2, the full FA2/FA3 setup)" attention_v2 0 "" \
+    "$bdir/bench/cplab-bench" attention --json "$work/attention_v2.json"
+  step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 0 "" \
+    "$bdir/bench/cplab-bench" attention --kernel v3 --pass fwd --json "$work/attention_v3_fwd.json"
+  cp_seq_p2p=65536 cp_seq_other=65536
+  local k
+  for k in cp_p2p cp_allgather cp_a2a cp_a2a_p2p; do bench_step "$k" 0 ""; done
+  bench_step cp_p2p_v3_fwd_64k 0 ""
 }
 
-# ---- dry run: the plan, checked against the run's limit; with --measure-build, the build measured
+# shellcheck source=scripts/gpu-results-diagnose.sh
+. "$root/scripts/gpu-results-diagnose.sh"
+
 if [ "$dry" = 1 ]; then
-  nccl_args=() commit_args=() work="\$WORK" last_rc=0
-  echo "# scripts/gpu-results.sh --dry-run$([ "$measure" = 1 ] && echo ' --measure-build')"
-  echo
-  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(nproc) cores), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
-  echo "The all-in-one run's steps, in order, each under \`timeout -k 10 LIMIT\` (LIMIT clipped to what is"
-  echo "left of $limit - $reserve s); the configure adds the NCCL and commit arguments found on the machine."
-  echo
-  plan_all_in_one
-  echo "| step | limit s | estimate | command |"
-  echo "| --- | ---: | --- | --- |"
-  printf '%s\n' "${plan_rows[@]}"
-  echo
-  echo "Limits summed: $plan_sum s of the $((limit - reserve)) s before the reserve ($limit s in all; $reserve s kept"
-  echo "for a timed-out step's kill grace, up to 13 s, and the packing)."
-  rc=0
-  if [ "$plan_sum" -gt $((limit - reserve)) ]; then
-    echo "**OVER**: the limits exceed the run's time; a late step would be cut short or not run." && rc=1
-  fi
-  echo
-  echo "## The carry: .deps and the tree, against the device tool's 64 MiB"
-  echo
-  if [ -d .deps/usr ]; then
-    deps=$(du -sb .deps | cut -f1)
-    tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
-    awk -v d="$deps" -v t="$tree" 'BEGIN { m = 1048576; printf "- .deps (scripts/gpu-bundle.sh): %.1f MiB; the tree (tracked and untracked files git does not ignore): %.1f MiB; together %.1f MiB of 64 MiB\n", d / m, t / m, (d + t) / m }'
-    [ $((deps + tree)) -le $((64 * 1048576)) ] || { echo "**OVER the 64 MiB carry limit**"; rc=1; }
-  else
-    echo "No .deps here: run scripts/gpu-bundle.sh first (the device call carries it)." && rc=1
-  fi
-  mdir=$root/build-gpu-dry  # the measured build: exactly the targets above
-  echo
-  echo "## The build measured: configure + exactly the targets above, here"
-  echo
-  if [ "$measure" = 1 ]; then  # kept in $mdir/measure.md for later dry runs
-    configure_args
-    mtmp=$(mktemp) || exit 2
-    scripts/gpu-build-measure.sh "$mdir" 16 "${cfg[@]}" -- "${gpu_targets[@]}" >"$mtmp" || { cat "$mtmp"; rm -f "$mtmp"; exit 1; }
-    { echo "By \`scripts/gpu-results.sh --dry-run --measure-build\` at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
-      echo; cat "$mtmp"; } >"$mdir/measure.md"
-    rm -f "$mtmp"
-  fi
-  if [ -s "$mdir/measure.md" ]; then
-    cat "$mdir/measure.md"
-    upper=$(sed -n 's/^BUILD_UPPER_S=//p' "$mdir/measure.md")
-    echo
-    if [ -n "$upper" ] && [ "$upper" -le "$plan_build" ]; then
-      echo "The build step's limit, $plan_build s, covers the scaled upper bound, $upper s."
-    else
-      echo "**The build step's limit, $plan_build s, is under the scaled upper bound, ${upper:-unknown} s.**" && rc=1
-    fi
-  else
-    echo "Not measured: run with --measure-build."
-  fi
-  echo
-  echo "## The tests the two ctest steps select, and their programs"
-  echo
-  if [ ! -s "$mdir/build.time" ]; then  # /usr/bin/time writes it when the build ends
-    echo "Not checked: no finished measured build in $mdir (run with --measure-build)."
-  else
-    cmake "$mdir" >/dev/null || exit 1  # the tests as the CMakeLists.txt say today
-    echo "In $mdir, built by the measurement (finished $(date -u -r "$mdir/build.time" +%Y-%m-%dT%H:%M:%SZ)):"
-    echo
-    for sel in gpu_sel v3_sel; do
-      declare -n a=$sel
-      # shellcheck disable=SC2016  # the Python is single-quoted
-      ctest --test-dir "$mdir" "${a[@]}" --show-only=json-v1 | python3 -c '
-import json, os, sys
-rc = 0
-for t in json.load(sys.stdin)["tests"]:
-    cmd = t.get("command") or ["?"]
-    # the programs: the command, the -DEXE= of expect_exit.cmake, any path in the build dir (for mpiexec)
-    progs = [cmd[0]] + [a[6:] for a in cmd if a.startswith("-DEXE=")]
-    progs += [a for a in cmd[1:] if a.startswith(sys.argv[2] + "/") and not a.endswith((".json", ".cmake"))]
-    ok = all(os.path.isfile(p) for p in progs)
-    name, prog, state = t["name"], ", ".join(os.path.basename(p) for p in progs), "built" if ok else "NOT BUILT"
-    print(f"- {sys.argv[1]}: `{name}` runs `{prog}`: {state}")
-    rc |= not ok
-sys.exit(rc)' "$sel" "$mdir" || { echo "**a selected test has no built program**"; rc=1; }
-    done
-  fi
+  # shellcheck source=scripts/gpu-results-dry.sh
+  . "$root/scripts/gpu-results-dry.sh"
   exit "$rc"
 fi
 
@@ -317,17 +272,23 @@ out=$(cd "$out" && pwd)
   md "- NCCL: $nccl_note"
   md "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host: $(hostname); $(nproc) cores"
   md "- run: $phase; build dir: $bdir (CUDA_ARCH $arch, CPLAB_WERROR=OFF); limit: $([ "$limit" -gt 0 ] && echo "$limit s" || echo none)"
-  md "- torch: the bench steps' headers (the SDPA baseline's own line)"
+  md "- torch: the preflight step's log, and the bench steps' headers (the SDPA baseline's own line)"
 }
 echo "[$(now)] $phase, OUTDIR $out, work $work" >>"$steplog"
 pack
 
-if [ "$phase" = all-in-one ]; then plan_all_in_one; else plan_phase "$phase"; fi
+case "$phase" in
+  call1) : >"$state"; state_put "call1=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; plan_call1 ;;
+  diagnose) run_diagnose ;;
+  all) plan_all ;;
+esac
 
-failed=$((n_fail + n_timeout + n_notrun))
-md "" "## summary" "" "$n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped (no GPU), $n_notrun not run;" \
-  "$SECONDS s in all. Logs, JSON and traces: \`$name.tgz\` (folder \`$name/\`)."
-echo "[$(now)] done: $n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped, $n_notrun not run, $SECONDS s" >>"$steplog"
+n_bad=$((n_fail + n_timeout + n_notrun))
+md "" "## summary" "" "$n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped (no GPU), $n_notrun not run," \
+  "$n_gated gated (not run because a step they need did not pass); $SECONDS s in all. Logs, JSON and traces:" \
+  "\`$name.tgz\` (folder \`$name/\`)."
+echo "[$(now)] done: $n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped, $n_notrun not run, $n_gated gated, $SECONDS s" >>"$steplog"
+[ "$phase" = call1 ] && print_recipe
 finished=1
-echo "gpu-results: $phase: $n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped, $n_notrun not run; $out/results.md, $tarball" >&2
-exit "$failed"
+echo "gpu-results: $phase: $n_pass passed, $n_fail failed, $n_timeout timed out, $n_skip skipped, $n_notrun not run, $n_gated gated; $out/results.md, $tarball" >&2
+exit "$n_bad"
