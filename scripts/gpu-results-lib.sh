@@ -141,7 +141,7 @@ gate_step() {
   pack
 }
 # run_step KIND TITLE KEY LIMIT COMMAND...: KIND configure | build | ctest | bench | preflight | sanitize
-# (what results.md shows of the log). A ctest step also gets --stop-time 15 s before its time-out: ctest's --timeout
+# (what results.md shows of the log). A ctest step also gets --stop-time 8 s before its time-out: ctest's --timeout
 # does not shorten a test's own TIMEOUT property (comm_gpu_tests: 600 s), --stop-time does.
 run_step() {
   local kind=$1 title=$2 key=$3 budget=$4
@@ -163,8 +163,8 @@ run_step() {
     t=0  # no run limit (phase all): no time-out
   fi
   local cmd=("$@")
-  if [ "$kind" = ctest ] && [ "$t" -ge 30 ]; then  # local time, as ctest reads it
-    cmd+=(--stop-time "$(date -d "+$((t - 15)) seconds" +%H:%M:%S)")
+  if [ "$kind" = ctest ] && [ "$t" -ge 20 ]; then  # local time, as ctest reads it
+    cmd+=(--stop-time "$(date -d "+$((t - 8)) seconds" +%H:%M:%S)")
   fi
   local shown="${cmd[*]//$work/$name}"  # the command as shown: work-folder paths as they are in the tarball
   echo "[$(now)] start $title (timeout $([ "$t" -gt 0 ] && echo "$t s" || echo none)): $shown" >>"$steplog"

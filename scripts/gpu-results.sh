@@ -109,7 +109,7 @@ step() {
       [[ $a =~ [^][A-Za-z0-9_./=,:+-] ]] && a="'$a'"
       c+=" $a"
     done
-    [ "$kind" = ctest ] && c="$c --stop-time <start + $((lim - 15)) s>"
+    [ "$kind" = ctest ] && c="$c --stop-time <start + $((lim - 8)) s>"
     c=${c# } c=${c//|/\\|}  # a | would split the markdown table's cell
     plan_rows+=("| $title | \`$key\` | $lim | $est | \`$c\` |")
     plan_sum=$((plan_sum + lim))
@@ -218,8 +218,8 @@ plan_call1() {
   step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 75 "30-70 s (guess), 4 at a time" \
     env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 55
   # cp_gpu_tests_v3: 14 CP runs at 1600 tokens, each checked against a dense double reference
-  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 30 "10-25 s (guess); a v3 stall traps in 10 s" \
-    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 25
+  step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 35 "10-25 s (guess); a v3 stall traps in 10 s" \
+    env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 27
   [ "$dry" = 1 ] || ! all_passed ctest_v3 || state_put v3ok=1  # call 2's 64K v3 ring reads it
   bench_step attention_v2 40 "20-35 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)"
   gated attention_v3_fwd ctest_v3 "cplab-bench attention --kernel v3 --pass fwd" ||
