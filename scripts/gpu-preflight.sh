@@ -27,8 +27,11 @@ versions() {
     rc=77
   fi
   line nvcc "$(nvcc --version 2>/dev/null | grep -o 'release .*' || echo 'not found')"
-  line compute-sanitizer "$(compute-sanitizer --version 2>/dev/null | grep -oiE 'version [0-9.]+' | head -1 || true)"
-  [ -n "$(command -v compute-sanitizer)" ] || line compute-sanitizer "not found (call 2 then runs without it)"
+  if command -v compute-sanitizer >/dev/null 2>&1; then
+    line compute-sanitizer "$(compute-sanitizer --version 2>&1 | grep -oiE 'version [0-9.]+' | head -1)"
+  else
+    line compute-sanitizer "not found (call 2 then runs without it)"
+  fi
   line g++ "$(first g++ --version)"
   line glibc "$(first ldd --version)"
   line cmake "$(first cmake --version)"
@@ -43,8 +46,7 @@ print(torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cud
   line memory "$(free -g 2>/dev/null | awk '/^Mem:/ { print $2 " GiB, " $7 " available" }')"
   line disk "$(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
   line kernel "$(uname -r)"
-  echo
-  nvidia-smi 2>&1 | head -20
+  if command -v nvidia-smi >/dev/null 2>&1; then echo; nvidia-smi 2>&1 | head -20; fi
   return "$rc"
 }
 

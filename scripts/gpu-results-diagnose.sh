@@ -74,11 +74,20 @@ plan_diagnose() {  # plan_diagnose KEYS...: the steps; no keys: nothing failed
       --json "$work/attention_v2_long.json"
     return
   fi
+  local built=0 bd=${CPLAB_GPU_BUILD_DIR:-build-gpu} keep
   for key in "$@"; do
     case "$key" in
-      configure | build | prebuilt)
-        step build "build again, every error (-k 0)" build_errors 60 "" cmake --build "${CPLAB_GPU_BUILD_DIR:-build-gpu}" \
-          -j "$jobs" -k 0 --target "${gpu_targets[@]}" ;;
+      configure | build | prebuilt)  # the build on this machine again (call 1's own folder), every error shown
+        [ "$built" = 0 ] || continue
+        built=1
+        if [ "$dry" = 1 ] || [ ! -f "$bd/build.ninja" ] && [ ! -f "$bd/Makefile" ]; then
+          configure_args
+          step configure "configure again" configure_again 20 "" cmake -S . -B "$bd" "${cfg[@]}"
+        fi
+        keep=(-k 0)  # ninja: keep going past every failure; make: -k
+        [ -f "$bd/Makefile" ] && keep=(-k)
+        step build "build again, every error (keep going)" build_errors 60 "" cmake --build "$bd" -j "$jobs" \
+          --target "${gpu_targets[@]}" -- "${keep[@]}" ;;
       preflight) step preflight "preflight again" preflight_again 15 "" bash scripts/gpu-preflight.sh versions ;;
       ldd) step preflight "ldd again" ldd_again 5 "" bash scripts/gpu-preflight.sh ldd "$bdir" "${gpu_programs[@]}" ;;
       ctest_gpu | ctest_v3)

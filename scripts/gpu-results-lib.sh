@@ -183,6 +183,11 @@ run_step() {
     sleep 3
     kill -KILL -- "-$child" 2>/dev/null
   fi
+  # a ctest step whose every test was skipped (no GPU) is SKIPPED, not PASS
+  if [ "$kind" = ctest ] && [ "$rc" = 0 ] && ! grep -qE '^ *[0-9]+/[0-9]+ Test +#.* Passed( |$)' "$log" &&
+    grep -qE '^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )Skipped( |$)' "$log"; then
+    rc=77
+  fi
   child="" current="(none)" current_log="" last_rc=$rc
   local dt=$((SECONDS - t0))
   case $rc in

@@ -278,7 +278,7 @@ echo "[$(now)] $phase, OUTDIR $out, work $work" >>"$steplog"
 pack
 
 case "$phase" in
-  call1) : >"$state"; state_put "call1=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; plan_call1 ;;
+  call1) mkdir -p "$(dirname "$state")" && : >"$state"; state_put "call1=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; plan_call1 ;;
   diagnose) run_diagnose ;;
   all) plan_all ;;
 esac
