@@ -2,7 +2,7 @@
 # gpu-build-measure.sh: measure, on this machine, the configure and the build of exactly the targets
 # scripts/gpu-results.sh builds on the GPU machine, in CPU seconds, and scale them to that machine.
 #
-#   scripts/gpu-build-measure.sh BUILD_DIR CORES CONFIGURE_ARGS... -- TARGETS...
+#   bash scripts/gpu-build-measure.sh BUILD_DIR CORES CONFIGURE_ARGS... -- TARGETS...
 #
 # What it does: removes BUILD_DIR, configures it with CONFIGURE_ARGS (no ccache: every object is
 # compiled), then builds TARGETS with `cmake --build BUILD_DIR -j $(nproc) --target ...`, all under

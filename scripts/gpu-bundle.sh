@@ -86,7 +86,7 @@ fi
 } >.deps/COMMIT
 echo "gpu-bundle: .deps/COMMIT: $(head -2 .deps/COMMIT | tr '\n' ' ')"
 if [ "$prebuilt" = 1 ]; then
-  scripts/gpu-prebuilt.sh make
+  bash scripts/gpu-prebuilt.sh make
 else
   rm -f .deps/prebuilt.tar.xz
 fi

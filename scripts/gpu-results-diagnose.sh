@@ -131,9 +131,9 @@ run_diagnose() {
     md "" "What failed (--failed): ${keys[*]}."
   elif [ -f "$state" ]; then
     while read -r _ k st; do keys+=("$k"); done < <(grep -E '^step [a-z0-9_]+ (FAIL|TIMEOUT|NOTRUN)$' "$state")
-    md "" "What failed (out/gpu-results.state, call 1 at $(sed -n 's/^call1=//p' "$state")): ${keys[*]:-nothing}."
+    md "" "What failed ($state, call 1 at $(sed -n 's/^call1=//p' "$state")): ${keys[*]:-nothing}."
   else
-    md "" "No --failed and no out/gpu-results.state (a fresh machine): taken as 'nothing failed'."
+    md "" "No --failed and no $state (a fresh machine): taken as 'nothing failed'."
   fi
   plan_diagnose "${keys[@]}"
 }

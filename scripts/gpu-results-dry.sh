@@ -27,7 +27,7 @@ show_plan() {
   plan_rows=() plan_sum=0
 }
 
-echo "# scripts/gpu-results.sh --dry-run$([ "$measure" = 1 ] && echo ' --measure-build')$([ "$plan_only" = 1 ] && echo ' --plan-only')"
+echo "# bash scripts/gpu-results.sh --dry-run$([ "$measure" = 1 ] && echo ' --measure-build')$([ "$plan_only" = 1 ] && echo ' --plan-only')"
 echo
 echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(nproc) cores), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
 echo "Each step runs under \`timeout -k 10 LIMIT\`, LIMIT clipped to what is left of the call's limit less"
@@ -87,7 +87,7 @@ echo
 if [ "$measure" = 1 ]; then  # kept in $mdir/measure.md for later dry runs
   configure_args
   mtmp=$(mktemp) || exit 2
-  scripts/gpu-build-measure.sh "$mdir" 16 "${cfg[@]}" -- "${gpu_targets[@]}" >"$mtmp" || { cat "$mtmp"; rm -f "$mtmp"; exit 1; }
+  bash scripts/gpu-build-measure.sh "$mdir" 16 "${cfg[@]}" -- "${gpu_targets[@]}" >"$mtmp" || { cat "$mtmp"; rm -f "$mtmp"; exit 1; }
   { echo "By \`bash scripts/gpu-results.sh --dry-run --measure-build\` at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo; cat "$mtmp"; } >"$mdir/measure.md"
   rm -f "$mtmp"

@@ -33,7 +33,8 @@
 # gpu-results-PHASE.tgz (every log, JSON and trace; repacked after every step and in an EXIT trap).
 # Environment: CPLAB_GPU_BUILD_DIR (default build-gpu), CUDA_ARCH (default 90), CPLAB_GPU_PHASE_LIMIT
 #   (seconds for the whole call; 0 = none), CPLAB_GPU_PREBUILT=force (the prebuilt programs without
-#   trying the build: a rehearsal), CPLAB_SANITIZER_TOOL (default memcheck), NCCL_HOME.
+#   trying the build: a rehearsal), CPLAB_GPU_SKIP_BUILD=1 (the build folder's programs as they are),
+#   CPLAB_GPU_STATE (default out/gpu-results.state), CPLAB_SANITIZER_TOOL (default memcheck), NCCL_HOME.
 # Exit status: the number of failed, timed-out or not-run steps (0: all passed, skipped or gated); 2 bad usage.
 # What it is not: a CPU test (scripts/test.sh), a multi-GPU run (pass --backend nccl yourself), or a
 # place for benchmark logic (bench/). The step machinery: scripts/gpu-results-lib.sh; the dry run's
@@ -86,7 +87,8 @@ esac
 [[ $limit =~ ^[0-9]+$ ]] || { echo "gpu-results: CPLAB_GPU_PHASE_LIMIT '$limit' is not a number of seconds" >&2; exit 2; }
 reserve=25  # seconds kept, when a run limit is set, for a timed-out step's kill (-k 10, then 3 s) and the packing
 name=gpu-results-$phase
-state=$root/out/gpu-results.state  # git-ignored: stays on a warm machine for the diagnose call (call 1 writes it)
+# git-ignored: stays on a warm machine for the diagnose call (call 1 writes it)
+state=${CPLAB_GPU_STATE:-$root/out/gpu-results.state}
 
 # The five programs the GPU steps run; the GPU tests are ctest -L cuda without those labelled host
 # (tests/cuda/CMakeLists.txt: they need no GPU and CI runs them); `--dry-run --measure-build` checks
@@ -141,6 +143,11 @@ ensure_build() {
   local cl=$1 ce=$2 bl=$3 be=$4 tg=()
   shift 4
   [ $# = 0 ] || tg=(--target "$@")
+  if [ "$dry" = 0 ] && [ "${CPLAB_GPU_SKIP_BUILD:-0}" = 1 ]; then
+    md "" "## configure, build" "" "skipped: CPLAB_GPU_SKIP_BUILD=1 (the programs in $bdir are used as they are)."
+    state_put "bdir=$bdir"
+    return
+  fi
   if [ "$dry" = 0 ] && [ "${CPLAB_GPU_PREBUILT:-}" = force ]; then
     md "" "## configure, build" "" "skipped: CPLAB_GPU_PREBUILT=force (the prebuilt programs, without trying the build)."
     use_prebuilt "CPLAB_GPU_PREBUILT=force" || md "" "> **No programs to run**: the steps below fail at once."
