@@ -52,6 +52,21 @@ diag_fresh=1
 plan_diagnose ctest_v3 cp_p2p_v3_fwd
 diag_fresh=0
 show_plan "The same on a fresh machine (no build folder: it builds first)" "$dfit" 0
+echo "### The recipe call 1 prints last (two examples)"
+echo
+md() { printf '%s\n' "$@" | sed 's/^/> /; s/^> $/>/'; }  # as results.md gets it, quoted here
+declare -A key_status=([preflight]=PASS [ctest_v3]=PASS)
+step_keys=(preflight ctest_v3)
+echo "When every step passed:"
+echo
+print_recipe 2>/dev/null
+key_status[ctest_v3]=FAIL key_status[cp_p2p_v3_fwd]=GATED key_status[cp_a2a]=TIMEOUT
+step_keys+=(cp_a2a cp_p2p_v3_fwd)
+echo
+echo "When v3's tests failed and the a2a benchmark timed out (the v3 benchmarks then gated, not failed):"
+echo
+print_recipe 2>/dev/null
+echo
 echo "## The device-time budget: 900 s"
 echo
 awk -v c1="$call1_limit" -v c2="$diagnose_limit" 'BEGIN {
