@@ -125,6 +125,12 @@ check_archive() {
   for p in bench/cplab-bench cuda/comm/cplab-comm-check; do
     if "$dir/$p" --help >/dev/null 2>&1; then echo "  $p --help: exit 0"; else echo "  $p --help failed"; rc=1; fi
   done
+  # as far as a CPU goes: an attention run with its SDPA baseline gets past its plan to the device check
+  local brc=0
+  "$dir/bench/cplab-bench" attention --seq 128 --head-dim 128 --tokens 256 --heads 4 --kv-heads 2 --warmup 1 --iters 1 \
+    >/dev/null 2>&1 || brc=$?
+  if [ "$brc" = 0 ] || [ "$brc" = 77 ]; then echo "  bench/cplab-bench attention (baseline from CPLAB_BENCH_DIR): exit $brc"
+  else echo "  bench/cplab-bench attention: exit $brc (expected 0, or 77 without a GPU)"; rc=1; fi
   # the GPU steps' selection in the unpacked folder: every test's program is there
   # shellcheck disable=SC2016  # the Python is single-quoted
   ctest --test-dir "$dir" -L cuda -LE host --show-only=json-v1 | python3 -c '

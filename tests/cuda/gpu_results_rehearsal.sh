@@ -53,7 +53,7 @@ check "the tarball and steps.log" test -s "$tmp/c1/gpu-results-call1.tgz" -a -s 
 check "the state has each step" has "$tmp/state" "step cp_a2a_p2p SKIPPED"
 
 # call 2: a failed benchmark (by --failed) and a failed test (in the state, as call 1's ctest reader writes it)
-printf 'failed ctest_gpu\tcuda_tests\tattention v2, causal\n' >>"$tmp/state"
+printf 'failed ctest_gpu cuda_tests\tattention v2, causal\n' >>"$tmp/state"
 bash "$src/scripts/gpu-results.sh" diagnose --failed cp_a2a,ctest_gpu "$tmp/c2" >"$tmp/c2.out" 2>&1
 rc=$?
 r=$tmp/c2/results.md
