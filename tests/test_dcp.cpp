@@ -121,7 +121,7 @@ TEST_CASE("dcp: bad batches and cost parameters are refused with the rule") {
 #include "dcp/dcp_execute.h"
 
 TEST_CASE("dcp: executing schedules matches dense attention per sequence, and per-token loss scaling is exact") {
-  const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the 8-sample example's shape at 1/128 scale
+  const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the 8-sample example at 1/128 scale
   for (const char* which : {"megatron", "cplab"})
     for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
       const DcpSchedule s = std::string(which) == "megatron" ? schedule_megatron_v1(L, 8, 32, cost) : schedule_cplab(L, 8, 32, cost);

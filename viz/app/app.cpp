@@ -118,7 +118,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const ImVec2 o0 = ImGui::GetCursorScreenPos();
   const float cvw = W - cw - 2 * ImGui::GetStyle().WindowPadding.x;
   // room for the title and the notes: four lines, or what the last frame's notes needed
-  const float cvh = std::max(40.0f, H - top - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_height));
+  const float cvh = std::max(40.0f, H - top - 2 * ImGui::GetStyle().WindowPadding.y - std::max(4 * line, line + 2 + app.notes_h));
   ViewState vs = app.vs;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 origin{o0.x, o0.y + line};
@@ -136,12 +136,12 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     dl->AddText(nullptr, 0.0f, {origin.x + 8, origin.y + 8}, IM_COL32(255, 120, 120, 255), banner.c_str(), nullptr, cvw - 16);
   }
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
-  float notes_height = 0;
+  float notes_h = 0;
   for (const std::string& n : s.notes) {
     ImGui::TextWrapped("%s", n.c_str());
-    notes_height += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (0 < notes_height ? ImGui::GetStyle().ItemSpacing.y : 0);
+    notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (0 < notes_h ? ImGui::GetStyle().ItemSpacing.y : 0);
   }
-  app.notes_height = notes_height;
+  app.notes_h = notes_h;
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
   ImGui::End();
   app.last = s;

@@ -30,7 +30,7 @@ struct AppState {
   double play_clock = 0;
   bool controls = true;  // the controls pane is shown
   Scene last;            // the canvas's scene of the last frame drawn (--scene-json writes it)
-  float notes_height = 0;     // the canvas notes' wrapped height in the last frame (the canvas leaves room for them)
+  float notes_h = 0;     // the canvas notes' wrapped height in the last frame (the canvas leaves room for them)
   // the open lesson page (viz/cli/lesson_mode.h; lesson 0: none) and the edits' generation: text
   // fields that keep their own buffer (cu_seqlens, lengths) reload it when params_version changes
   int lesson = 0, page = 0;
