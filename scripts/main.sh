@@ -6,8 +6,8 @@
 #      lesson programs (about 2 minutes on 2 cores from a fresh clone). The CUDA parts are built too only where they can
 #      run: with nvcc and a GPU (nvidia-smi lists one), or when asked (CPLAB_CUDA=1 scripts/main.sh);
 #      scripts/test.sh always builds them when nvcc exists
-#   3. install `cplab` and `cplab-viz` into /usr/local/bin (on PATH: every command in the README
-#      and the lessons then runs as written)
+#   3. install `cplab` and `cplab-viz` into /usr/local/bin (on PATH: every command in the README,
+#      docs/ and the lessons then runs as written)
 #   4. run `cplab demo`: every CP mode at a small size, checked against dense attention (seconds)
 #   5. start cplab-viz when a display can be opened; otherwise print how to render its views to PNG
 set -euo pipefail

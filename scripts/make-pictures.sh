@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make-pictures.sh [--check]: renders the README's cplab-viz pictures into docs/img/ (headless, under
-# xvfb-run). Each line below is the command the README quotes for its picture.
+# make-pictures.sh [--check]: renders docs/viz.md's cplab-viz pictures into docs/img/ (headless, under
+# xvfb-run). Each line below is the command docs/viz.md quotes for its picture.
 #   --check   render into a temporary folder instead and compare with the committed docs/img/ files
 #             byte for byte; exit 1 naming every stale picture (ctest `pictures_current` runs this,
 #             so a change that alters a picture fails until the pictures are regenerated)

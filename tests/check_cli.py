@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_cli.py: `cplab check` end to end (run by ctest as `check_cli`).
 
-Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [README.md]
+Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [docs/check.md]
 
 1. Outputs that `cplab run --out-dir` writes (float64 and float32 runs, and bfloat16 copies written
    as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
@@ -13,8 +13,8 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [README.md]
    d s_h with the wrong sign named; --out FILE.png drawn by cplab-viz (when CPLAB_VIZ names it).
 4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
    unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
-5. With README.md: the worked example of its `cplab check` section runs as written (bash, cplab and
-   /usr/bin/python3 first on PATH) and prints the output the README quotes: every line but the time
+5. With docs/check.md: its worked example runs as written (bash, cplab and /usr/bin/python3 first
+   on PATH) and prints the output the page quotes: every line but the time
    line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
    whether each is above its tolerance may not).
 Needs numpy (Debian's python3-numpy, i.e. /usr/bin/python3).
@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 CPLAB, SCRATCH = sys.argv[1], sys.argv[2]
-README = sys.argv[3] if len(sys.argv) > 3 else None
+PAGE = sys.argv[3] if len(sys.argv) > 3 else None  # docs/check.md
 shutil.rmtree(SCRATCH, ignore_errors=True)
 os.makedirs(SCRATCH)
 failures = []
@@ -293,11 +293,11 @@ if VIZ:
 else:
     print("check_cli: --out FILE.png not run: no cplab-viz in this build (CPLAB_VIZ unset)")
 
-# ---- the README's worked example -----------------------------------------------------------------
-if README:
+# ---- docs/check.md's worked example ----------------------------------------------------------------
+if PAGE:
     import re
-    text = open(README, encoding="utf-8").read()
-    section = text[text.index("## `cplab check`: find the bug"):]
+    text = open(PAGE, encoding="utf-8").read()
+    section = text[text.index("# `cplab check`: find the bug"):]
     m = re.search(r"```sh\n(.*?)```.*?```\n(.*?)```", section, re.S)
     script, quoted = m.group(1), m.group(2)
     os.makedirs(path("readme"))
@@ -306,8 +306,8 @@ if README:
     def lines(t):
         return [re.sub(r"\d\.\de[+-]\d+", "#", x) for x in t.rstrip("\n").split("\n") if not x.startswith("time: ")]
     if lines(p.stdout) != lines(quoted):
-        diff = [f"  README: {a!r}\n  got:    {b!r}" for a, b in zip(lines(quoted), lines(p.stdout)) if a != b][:3]
-        failures.append(f"README example (exit {p.returncode}, stderr {p.stderr.strip()!r}) prints other lines than quoted:\n" +
+        diff = [f"  page: {a!r}\n  got:  {b!r}" for a, b in zip(lines(quoted), lines(p.stdout)) if a != b][:3]
+        failures.append(f"{os.path.basename(PAGE)}'s example (exit {p.returncode}, stderr {p.stderr.strip()!r}) prints other lines than quoted:\n" +
                         "\n".join(diff) + f"\n  ({len(lines(quoted))} lines quoted, {len(lines(p.stdout))} printed)")
 
 for f in failures:

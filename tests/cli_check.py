@@ -200,20 +200,20 @@ for suffix, dtype, tol in [("", np.float64, 1e-12), ("32", np.float32, 2e-5)]:
         if not err <= tol:
             failures.append(f"{name}.npy ({dtype.__name__}) differs from NumPy's attention: {err:.3e} > {tol}")
 
-# ---- 4. layout: the seed's THD example ------------------------------------------------------------
+# ---- 4. layout: TE's THD example (docs/sources.md) ------------------------------------------------
 p = run("layout", "--cp", "3", "--cu-seqlens", "0,12,36,42", "--json")
 seed = [[0, 1, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 41],
         [2, 3, 8, 9, 16, 17, 18, 19, 28, 29, 30, 31, 37, 40],
         [4, 5, 6, 7, 20, 21, 22, 23, 24, 25, 26, 27, 38, 39]]
 if p.returncode != 0 or [r["indices"] for r in json.loads(p.stdout)["ranks"]] != seed:
-    failures.append(f"cplab layout does not print the seed's lists: {p.stdout}{p.stderr}")
+    failures.append(f"cplab layout does not print TE's lists: {p.stdout}{p.stderr}")
 positions = [[0, 1, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 0, 5], [2, 3, 8, 9, 4, 5, 6, 7, 16, 17, 18, 19, 1, 4],
              [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 2, 3]]
 if p.returncode == 0 and [r["positions"] for r in json.loads(p.stdout)["ranks"]] != positions:
     failures.append("cplab layout: RoPE positions differ from TE's")
 expect_error(["layout", "--cp", "3", "--cu-seqlens", "0,10,34,39"], "pass --pad")
 
-# ---- 5. schedule: Megatron v1 on the seed's DCP example ---------------------------------------------
+# ---- 5. schedule: Megatron v1 on the 8-sample DCP example -----------------------------------------
 seed_dcp = ["schedule", "--ranks", "8", "--max-seqlen-per-rank", "4096", "--lengths", "32768,16384,8192,4096,4096,4096,4096,2048"]
 p = run(*seed_dcp, "--scheduler", "megatron", "--json")
 if p.returncode != 0:
@@ -224,11 +224,11 @@ else:
     want = [[(list(range(8)), [0], 128.0)],
             [([0, 1, 2, 3], [1], 64.0), ([4, 5], [2], 32.0), ([6], [3, 5, 7], 36.0), ([7], [4, 6], 32.0)]]
     if got != want or r["makespan"] != 192.0 or not r["aligned"]:
-        failures.append(f"megatron v1 placement differs from the notes: {got}")
+        failures.append(f"megatron v1 placement differs from docs/sources.md's: {got}")
 p = run(*seed_dcp, "--scheduler", "cplab", "--json")
 # the bound is bisected to a relative 1e-9 (kRelTol in core/util.h)
 if p.returncode != 0 or abs(json.loads(p.stdout)["ratio"] - 1.0) > 2e-9:
-    failures.append(f"cplab scheduler does not reach the lower bound on the seed example: {p.stdout}{p.stderr}")
+    failures.append(f"cplab scheduler does not reach the lower bound on the 8-sample example: {p.stdout}{p.stderr}")
 # cplab under the overhead cost: re-checked here from the JSON alone, with the cost formula of
 # reference/dcp/dcp_cost.h written out again: every sample once, aligned groups, no rank in two groups
 # at once, loads and makespan as the model says, never below the lower bound, process groups listed

@@ -1,6 +1,6 @@
 // test_cp_spec.cpp: CpSpec (modes/cp_spec.h) and the mode table (modes/mode_table.h): the values a
 // spec derives once (S, packing, partition, packed), the rules it refuses with their messages, the
-// mode names, and the README's communication table against the table's own formulas.
+// mode names, and docs/modes.md's communication table against the table's own formulas.
 // What it is not: a test of the modes' numbers or traces (test_modes.cpp runs every mode and checks
 // its trace against the table's closed forms and step counts).
 #include <doctest/doctest.h>
@@ -39,7 +39,7 @@ TEST_CASE("cp_spec: the default spec, and S, packing and partition derived once"
   CHECK(d.partition().cp() == 4);
   CHECK(d.scale() == doctest::Approx(0.125));
 
-  const CpSpec p(packed_fields());  // the seed's THD example: padded to multiples of 2*cp = 6
+  const CpSpec p(packed_fields());  // TE's THD example (docs/sources.md): padded to multiples of 2*cp = 6
   CHECK(p.thd());
   CHECK(p.packed());
   CHECK(p.S() == 42);  // derived: the padded total
@@ -111,14 +111,14 @@ TEST_CASE("mode table: names, parsing and what each mode accepts") {
   CHECK(mode_info(Mode::a2a_p2p).fwd_steps(ModeRanks{8, 2, 4}) == 6);
 }
 
-TEST_CASE("mode table: the README's communication table is the table's own") {
-  std::ifstream f(CPLAB_SOURCE_DIR "/README.md");
+TEST_CASE("mode table: docs/modes.md's communication table is the table's own") {
+  std::ifstream f(CPLAB_SOURCE_DIR "/docs/modes.md");
   REQUIRE(f);
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string readme = ss.str(), table = comm_table_markdown();
-  INFO("the README's communication table must read, line for line:\n" << table);
-  CHECK(readme.find(table) != std::string::npos);
+  const std::string page = ss.str(), table = comm_table_markdown();
+  INFO("docs/modes.md's communication table must read, line for line:\n" << table);
+  CHECK(page.find(table) != std::string::npos);
 }
 
 TEST_CASE("mode table: the messages' lists of modes come from the table") {

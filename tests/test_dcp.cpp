@@ -1,4 +1,4 @@
-// test_dcp.cpp: dynamic CP scheduling: Megatron v1 reproduced on the seed's example, its
+// test_dcp.cpp: dynamic CP scheduling: Megatron v1 reproduced on the 8-sample example, its
 // misalignment hazard detected, lower bounds, cplab's scheduler valid and aligned, bad batches,
 // list scheduling with a replayed prefix the same as without.
 #include <doctest/doctest.h>
@@ -46,7 +46,7 @@ TEST_CASE("dcp: cp_min is Megatron's smallest power of two with L <= c*M") {
   CHECK(cp_min(12288, 4096) == 4);
 }
 
-TEST_CASE("dcp: Megatron v1 on the seed's example gives the real placement of the notes (not the seed's table)") {
+TEST_CASE("dcp: Megatron v1 on the 8-sample example gives the placement derived in docs/sources.md") {
   const DcpSchedule s = schedule_megatron_v1(kSeed, 8, 4096, CostModel{});
   REQUIRE(s.rounds.size() == 2);
   const auto r0 = per_rank(s.rounds[0], 8);
@@ -55,7 +55,7 @@ TEST_CASE("dcp: Megatron v1 on the seed's example gives the real placement of th
   for (int q = 0; q < 4; ++q) CHECK(r1[static_cast<size_t>(q)] == std::vector<int>{1});
   CHECK(r1[4] == std::vector<int>{2});
   CHECK(r1[5] == std::vector<int>{2});
-  CHECK(r1[6] == std::vector<int>{3, 5, 7});  // the seed's table says {3, 4, 7}
+  CHECK(r1[6] == std::vector<int>{3, 5, 7});  // not {3, 4, 7}: s4 opens a group on the free rank 7
   CHECK(r1[7] == std::vector<int>{4, 6});
   std::vector<double> loads;
   for (const DcpGroup& g : s.rounds[1].groups) loads.push_back(g.load);
@@ -67,7 +67,7 @@ TEST_CASE("dcp: Megatron v1 on the seed's example gives the real placement of th
   CHECK(b.moldable == doctest::Approx(176.5).epsilon(kRelTol));
 }
 
-TEST_CASE("dcp: Megatron v1's misaligned group (notes 1.8) is detected") {
+TEST_CASE("dcp: Megatron v1's misaligned group (docs/sources.md, defect 1) is detected") {
   const std::vector<std::int64_t> L = {8192, 3072, 12288, 16384, 8192, 3072, 6144, 6144, 6144, 16384};
   const DcpSchedule s = schedule_megatron_v1(L, 8, 4096, CostModel{});
   CHECK_FALSE(s.aligned);
@@ -75,7 +75,7 @@ TEST_CASE("dcp: Megatron v1's misaligned group (notes 1.8) is detected") {
   CHECK(s.unaligned[0] == "round 2: group of ranks 2..5 (size 4) is not an aligned process group");
 }
 
-TEST_CASE("dcp: cplab's scheduler is valid, aligned, and reaches the bound on the seed's example") {
+TEST_CASE("dcp: cplab's scheduler is valid, aligned, and reaches the bound on the 8-sample example") {
   for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
     const DcpSchedule s = schedule_cplab(kSeed, 8, 4096, cost);
     CHECK(s.aligned);
@@ -121,7 +121,7 @@ TEST_CASE("dcp: bad batches and cost parameters are refused with the rule") {
 #include "dcp/dcp_execute.h"
 
 TEST_CASE("dcp: executing schedules matches dense attention per sequence, and per-token loss scaling is exact") {
-  const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the seed's shape at 1/128 scale
+  const std::vector<std::int64_t> L = {256, 128, 64, 32, 32, 32, 32, 16};  // the 8-sample example at 1/128 scale
   for (const char* which : {"megatron", "cplab"})
     for (const CostModel& cost : {CostModel{}, parse_cost("overhead", "")}) {
       const DcpSchedule s = std::string(which) == "megatron" ? schedule_megatron_v1(L, 8, 32, cost) : schedule_cplab(L, 8, 32, cost);

@@ -1,10 +1,10 @@
 // test_dcp_megatron.cpp: Megatron v1's BalancedCPScheduler reproduced under every cost model.
 //
 // What it is: batches whose real Megatron placement was derived by hand from the algorithm of
-// ../shared/notes/dcp-scheduler.md 1.4-1.5 (the derivation is written beside each), checked
+// Megatron's hybrid_cp_schedule.py as docs/sources.md describes it (the derivation is written beside each), checked
 // under Megatron's own l2 cost AND under the overhead cost: Megatron balances L^2 / cp whatever
 // the hardware costs, so the placement must not change with the cost; only the evaluated loads do.
-// What it is not: the seed example and the misalignment case (tests/test_dcp.cpp), or cplab's
+// What it is not: the 8-sample example and the misalignment case (tests/test_dcp.cpp), or cplab's
 // scheduler.
 #include <doctest/doctest.h>
 
@@ -107,9 +107,9 @@ TEST_CASE("dcp megatron: fill_empty_gpus doubles the earliest smallest group und
   }
 }
 
-TEST_CASE("dcp megatron: the seed's example and the misaligned case keep their placement under the overhead cost") {
+TEST_CASE("dcp megatron: the 8-sample example and the misaligned case keep their placement under the overhead cost") {
   // Megatron's decisions read only L^2 / cp, so the placements of tests/test_dcp.cpp (derived by
-  // hand in the notes 2 and 1.8 under l2) must be the same under any cost
+  // hand under l2 in docs/sources.md, "Megatron's dynamic CP") must be the same under any cost
   const std::vector<std::vector<std::int64_t>> batches = {
       {32768, 16384, 8192, 4096, 4096, 4096, 4096, 2048},
       {8192, 3072, 12288, 16384, 8192, 3072, 6144, 6144, 6144, 16384}};
@@ -119,7 +119,7 @@ TEST_CASE("dcp megatron: the seed's example and the misaligned case keep their p
     CHECK(a.aligned == b.aligned);
     CHECK(a.unaligned == b.unaligned);
   }
-  // notes 2: round 1 = s1 on 0-3, s2 on 4-5, rank 6 = s3 s5 s7, rank 7 = s4 s6
+  // docs/sources.md: round 1 = s1 on 0-3, s2 on 4-5, rank 6 = s3 s5 s7, rank 7 = s4 s6
   const auto p = placement(schedule_megatron_v1(batches[0], 8, 4096, kOverhead));
   REQUIRE(p.size() == 2);
   CHECK(p[1] == std::vector<std::vector<int>>{{1}, {1}, {1}, {1}, {2}, {2}, {3, 5, 7}, {4, 6}});

@@ -1,5 +1,6 @@
-// test_perf_model.cpp: the performance model (perf_model.h) against closed forms and the shared
-// notes' formulas (performance-anchors.md §3, §4), evaluated on planned traces; and the planner.
+// test_perf_model.cpp: the performance model (perf_model.h) against closed forms and the published
+// formulas of docs/sources.md (the ring's crossover, all-gather's share, ring-flash-attention),
+// evaluated on planned traces; and the planner.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ TEST_CASE("perf model: the naive causal ring's efficiency is the closed form N/(
   CHECK(predict(plan_trace(z), z, compute_only(400)).efficiency_fwd > 0.995);
 }
 
-TEST_CASE("perf model: the ring hides its KV transfer exactly when c >= F / (g B) (notes 4.2, causal zigzag, bf16)") {
+TEST_CASE("perf model: the ring hides its KV transfer exactly when c >= F / (g B) (sources.md, causal zigzag, bf16)") {
   PerfAssumptions a = compute_only(350);
   a.gpus_per_node = 1;  // every ring hop crosses nodes
   a.inter.p2p_GBps = 46;
@@ -78,7 +79,7 @@ TEST_CASE("perf model: the ring hides its KV transfer exactly when c >= F / (g B
   }
 }
 
-TEST_CASE("perf model: all-gather's exposed share is (N-1) kappa F / (g s B) (notes 4.4: 405B, CP16 over IB, 6%)") {
+TEST_CASE("perf model: all-gather's exposed share is (N-1) kappa F / (g s B) (sources.md: 405B, CP16 over IB, 6%)") {
   PerfAssumptions a = compute_only(400);
   a.gpus_per_node = 1;
   a.inter.allgather_GBps = 46;
@@ -91,7 +92,7 @@ TEST_CASE("perf model: all-gather's exposed share is (N-1) kappa F / (g s B) (no
 }
 
 TEST_CASE("perf model: against ring-flash-attention's table (8 x H800, 8K tokens per GPU, Llama-3.1-8B attention)") {
-  // measured (notes 3): forward ring 52.1%, zigzag 85.2%; forward + backward ring 53.9%, zigzag 90.2%.
+  // measured (docs/sources.md): forward ring 52.1%, zigzag 85.2%; forward + backward ring 53.9%, zigzag 90.2%.
   // The model has no kernel inefficiency at small or masked tiles, so it may only be more optimistic
   // than the measurement, and for the naive ring (bound by load imbalance) it must be close to it.
   PerfAssumptions a;

@@ -39,7 +39,7 @@ index_t te_position(const std::vector<index_t>& cu_padded, index_t cp, index_t r
 
 }  // namespace
 
-TEST_CASE("rope: the seed's positions (cp = 3, cu_seqlens = 0,12,36,42, zigzag) and TE's formula") {
+TEST_CASE("rope: the positions of TE's THD example (cp = 3, cu_seqlens = 0,12,36,42, zigzag) and TE's formula") {
   const Packing p = Packing::unpadded({0, 12, 36, 42});
   const Partition part(Layout::zigzag, p.cu_seqlens_padded, 3);
   const std::vector<std::vector<index_t>> want = {

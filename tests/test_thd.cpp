@@ -1,4 +1,4 @@
-// test_thd.cpp: packed sequences: the seed's partitioned indices, padding, token masks.
+// test_thd.cpp: packed sequences: TE's partitioned indices (docs/sources.md), padding, token masks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 using namespace cplab;
 
-TEST_CASE("thd: the seed's example (cp = 3, cu_seqlens = 0,12,36,42) gives exactly its three index lists") {
+TEST_CASE("thd: TE's example (cp = 3, cu_seqlens = 0,12,36,42) gives exactly its three index lists") {
   const Packing p = Packing::unpadded(parse_cu_seqlens("0,12,36,42"));
   const Partition part(Layout::zigzag, p.cu_seqlens_padded, 3);
   CHECK(part.indices(0) == std::vector<index_t>{0, 1, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 41});

@@ -139,8 +139,8 @@ TEST_CASE("viz masks: one shape per forward tile with the reference's section, c
   }
 }
 
-TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's ranks, for seed 000's example") {
-  VizParams p;  // the defaults: seed 000's batch on 8 ranks, 4096 tokens per rank, overhead cost
+TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's ranks, for the 8-sample example") {
+  VizParams p;  // the defaults: the 8-sample batch on 8 ranks, 4096 tokens per rank, overhead cost
   const SchedModel m = SchedModel::build(p);
   const float H = 600;
   const Scene s = scheduler_view(m, ViewState{}, 1200, H);
@@ -160,7 +160,7 @@ TEST_CASE("viz scheduler: one rectangle per sample and schedule, on its group's 
           CHECK(r->info.find("on ranks " + std::to_string(g.start) + ".." + std::to_string(g.start + g.size - 1)) != std::string::npos);
           CHECK(r->pts[2] - r->pts[0] > 0);
         }
-  // the seed's 32K sample runs on all 8 ranks in Megatron's first round
+  // the example's 32K sample runs on all 8 ranks in Megatron's first round
   CHECK(samples[0]->rank == 0);
   CHECK(samples[0]->peer == 8);
 }

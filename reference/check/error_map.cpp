@@ -13,7 +13,7 @@ namespace cplab {
 
 namespace {
 
-// {O, LSE, gradients} of a computation in each dtype (README "Numerics", cuda/README.md)
+// {O, LSE, gradients} of a computation in each dtype (docs/check.md, cuda/README.md)
 std::array<double, 3> computed_tol(NpyDtype t) {
   switch (t) {
     case NpyDtype::f8: return {1e-10, 1e-10, 1e-10};

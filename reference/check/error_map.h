@@ -4,7 +4,7 @@
 //   tolerances    the error each output may have, by the dtype it was saved in (the file's, or
 //                 the least precise of its shards): float64 1e-10 (cplab's double runs, observed
 //                 ~1e-15); float32 O, LSE 1e-5 and dQ, dK, dV 1e-4; float16 O 4e-3, LSE 1e-4,
-//                 gradients 1e-2; bfloat16 O 2e-2, LSE 1e-4, gradients 5e-2 (README "Numerics" and
+//                 gradients 1e-2; bfloat16 O 2e-2, LSE 1e-4, gradients 5e-2 (docs/numerics.md and
 //                 cuda/README.md's GPU tolerances); an LSE saved in a half type gets that type's O
 //                 tolerance. CheckLevel: one set of tolerances, the outputs' own dtypes first, then
 //                 looser "what if it was computed or merged in float32 / bfloat16" levels.

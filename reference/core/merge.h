@@ -5,7 +5,7 @@
 //   L = log(exp(L_a) + exp(L_b)) = max + log1p(exp(min - max))
 //   O = exp(L_a - L) O_a + exp(L_b - L) O_b
 // Two ways to apply it, both here, both exact (tests compare them):
-//   streaming   keep a running (O, L) and update it after every tile (the seed's recurrence;
+//   streaming   keep a running (O, L) and update it after every tile (Ring Attention's recurrence;
 //               memory: one partial at a time)
 //   fold        TE's scheme: keep every step's (O_i, L_i), stream only L, and after the loop
 //               O = sum_i exp(L_i - L) O_i (memory: all P partials alive, TE issue #952)

@@ -13,7 +13,7 @@
 //     check) tests RelError::scale itself.
 // RelError accumulates over several arrays (a check over sampled rows adds them one by one);
 // rel_error() is the one-shot form (pointers, or whole Tensor3 / Rows of the same size).
-// What it is not: a tolerance (those are per dtype and per tensor: README, cuda/README.md).
+// What it is not: a tolerance (those are per dtype and per tensor: docs/numerics.md, cuda/README.md).
 #pragma once
 
 #include <algorithm>

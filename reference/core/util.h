@@ -4,7 +4,7 @@
 // naming a rule), approx (a double as text with 3 significant digits), and kRelTol, the relative
 // tolerance with which the DCP scheduler, its bounds and their tests compare floating-point costs
 // and makespans (two values within kRelTol of each other are equal).
-// What it is not: a numeric tolerance for attention results (those are per dtype: README, cuda/README).
+// What it is not: a numeric tolerance for attention results (those are per dtype: docs/numerics.md, cuda/README.md).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // dcp_bounds.h: lower bounds on the makespan of any dynamic-CP schedule of a batch.
 //
-// What it is: three bounds (notes dcp-scheduler.md 5.2), each valid for every schedule of
+// What it is: three bounds (docs/dcp.md "Lower bounds", docs/sources.md "Bounds"), each valid for every schedule of
 // dcp_schedule.h (rounds, aligned power-of-two groups, a sample runs once, on c ranks for
 // t(L, c), c a power of two >= cp_min(L)):
 //   rigid     every sample at cp_min (Megatron v1's sizes): sum_{c=N} t + max(sum_{c<N} c t / N,

@@ -8,7 +8,7 @@
 //                                                          the KV transfer not hidden by a step's compute
 //                     + o * [c > 1]                        fixed cost of a CP group
 // Under l2 the total work c*t is the same for every c and time falls with c, so the best plan is
-// always "every sequence on all ranks" (notes: dcp-scheduler.md 5.1); the overhead terms make
+// always "every sequence on all ranks" (docs/sources.md, "Bounds"); the overhead terms make
 // larger groups cost more work, which is what makes scheduling a real trade-off.
 // The overhead defaults are illustrative, not measured: set them with CostModel's fields
 // (`cplab schedule --cost-param a=..,alpha=..,beta=..,o=..`).

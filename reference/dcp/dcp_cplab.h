@@ -5,7 +5,7 @@
 //      LP test, which needs a known makespan) up by 1.5% steps to 1.8x while below the best
 //      makespan found so far, and T = infinity;
 //   2. allotment per T: every sample takes the power-of-two size c >= cp_min with the least work
-//      c * t(L, c) among those with t(L, c) <= T (dual approximation, notes 5.2/5.4);
+//      c * t(L, c) among those with t(L, c) <= T (dual approximation: docs/sources.md, "Bounds");
 //   3. list scheduling (dcp_list.h) of three orders (size then time, time, work; all descending)
 //      with the fixed sizes, and with the target rule (size chosen at placement, ending by T);
 //      plus "every sample on all N ranks";

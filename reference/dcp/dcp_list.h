@@ -8,7 +8,7 @@
 //   list_target  a target makespan T; a sample takes, over every size it may use and every block,
 //                the placement with the least work c * t(L, c) plus the idle rank-time it leaves
 //                before its start, among those ending by T (earlier end on ties); if none ends by
-//                T, the earliest-ending one (dual approximation, notes dcp-scheduler.md 5.4).
+//                T, the earliest-ending one (dual approximation, docs/sources.md).
 // to_schedule turns placements into one round of dcp_schedule.h: a group per block and run of
 // back-to-back samples, with its begin time. Every placement is aligned by construction.
 // Blocks are nodes of the buddy tree (dcp_schedule.h's aligned groups): per node the latest and the

@@ -138,7 +138,7 @@ std::pair<std::vector<Group>, std::vector<Item>> next_round(const std::vector<It
     std::fill(group_of.begin(), group_of.end(), -1);
     for (size_t j = 0; j < groups.size(); ++j)
       for (std::int64_t r = groups[j].start; r < groups[j].start + groups[j].size; ++r) group_of[static_cast<size_t>(r)] = static_cast<int>(j);
-    // Megatron sets the grown group's load from its FIRST item only (notes 1.8 #2); evaluate()
+    // Megatron sets the grown group's load from its FIRST item only (docs/sources.md, defect 2); evaluate()
     // recomputes the true loads, so this bookkeeping only mirrors what v1 sees
     std::fill(load.begin(), load.end(), 0.0);
     for (const Group& g : groups) {

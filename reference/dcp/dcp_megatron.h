@@ -2,7 +2,7 @@
 // by step, with its tie-breaking, so that its placements (and its flaws) can be studied.
 //
 // What it is: the algorithm of megatron/core/pipeline_parallel/hybrid_cp_schedule.py as specified in
-// ../shared/notes/dcp-scheduler.md 1.2-1.5: samples sorted by length (stable), then rounds; per
+// docs/sources.md ("Megatron's dynamic CP"): samples sorted by length (stable), then rounds; per
 // round equal-work buckets of the list, greedy placement (a new group on the lowest free ranks
 // whenever enough are free, else the least-loaded group of the size, earliest created on ties),
 // the 5% balance stop once a smaller CP size has been placed, trim_overload (the first max rank's
@@ -13,7 +13,7 @@
 // model: the placement is Megatron's real one. Only evaluate() uses the chosen cost (loads,
 // makespan): what Megatron's placement would really take under that cost.
 // Schedules it produces may contain groups that are not aligned process groups: dcp_schedule.h
-// evaluate() reports them (notes 1.8).
+// evaluate() reports them (docs/sources.md, defect 1).
 // What it is not: Megatron's v2 (dev branch) scheduler, or its data path.
 #pragma once
 

@@ -1,12 +1,12 @@
 // mode_table.h: THE table of CP modes. Every question "what does mode M do / accept / cost" is
 // answered here, once, and everything else (validation, dispatch, the planner, the GPU host code,
-// the CLI, the viz, the README's communication table) asks this table instead of comparing names.
+// the CLI, the viz, docs/modes.md's communication table) asks this table instead of comparing names.
 //
 // What it is: Mode (an enum), and one ModeInfo per mode: its --mode spelling and title, what it
 // accepts (packed sequences, layouts, merges), its all-to-all group, its forward and backward step
 // counts as the traces number them (trace_plan.h), and its closed-form messages and bytes per rank
 // and phase (a ring's in terms of its hops H: P-1, fewer when a window lets it stop early) (tests/test_modes.cpp checks every run's trace against them; tests/test_mode_table.cpp
-// checks the README's table against the formulas written here).
+// checks docs/modes.md's table against the formulas written here).
 //   p2p        a ring over all P ranks: KV blocks travel, partial (O, LSE) merged (ring_p2p.h)
 //   allgather  all-gather KV, compute, reduce-scatter dKV (allgather_kv.h, Llama 3)
 //   a2a        Ulysses: all-to-all from sequence- to head-sharding and back (ulysses_a2a.h)
@@ -34,7 +34,7 @@ struct ModeRanks {
   std::int64_t hops(std::int64_t ring) const { return H < 0 ? ring - 1 : H; }
 };
 
-// The sizes the communication formulas read (README, "Communication per rank"): n tokens per rank,
+// The sizes the communication formulas read (docs/modes.md, "Communication per rank"): n tokens per rank,
 // h / hk query / KV heads (hk after --replicate-kv), d / dv head dims, e bytes per element.
 struct CommSizes {
   ModeRanks ranks;
@@ -47,7 +47,7 @@ struct CommPerRank {  // what every rank sends in each phase (it receives the sa
 struct ModeInfo {
   Mode mode;
   const char* name;                      // the --mode spelling
-  const char* title;                     // the README's first column
+  const char* title;                     // the communication table's first column
   const char* short_name;                // how `cplab plan` names a group of P ranks: "ring 8", "a2a 8"
   bool packed;                           // takes packed sequences (--cu-seqlens)
   bool any_layout;                       // false: zigzag only
@@ -57,7 +57,7 @@ struct ModeInfo {
   std::int64_t (*fwd_steps)(ModeRanks);  // trace steps of the forward (step numbers 0 .. steps-1)
   std::int64_t (*bwd_steps)(ModeRanks);
   CommPerRank (*comm)(const CommSizes&);
-  // the closed forms as the README's table writes them (forward messages, bytes; backward ...)
+  // the closed forms as docs/modes.md's table writes them (forward messages, bytes; backward ...)
   const char* readme[4];
 };
 
@@ -72,7 +72,7 @@ std::string mode_names();
 // the names of the modes with a property, for messages: mode_names_with(&ModeInfo::packed, " and ")
 // is "p2p, allgather and a2a" (last_sep joins the last two)
 std::string mode_names_with(bool ModeInfo::*property, const std::string& last_sep);
-// the README's communication table (markdown rows, header first), from the readme[] columns
+// docs/modes.md's communication table (markdown rows, header first), from the readme[] columns
 std::string comm_table_markdown();
 
 }  // namespace cplab

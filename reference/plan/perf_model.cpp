@@ -32,7 +32,7 @@ const std::vector<LinkPreset>& links() {
 
 const std::vector<GpuPreset>& gpus() {
   static const std::vector<GpuPreset> v = {
-      {"h100", "H100 SXM, FA2-class kernel (mma.sync): ~350 TF forward, ~300 TF backward at d=128 (notes 1.7, 6); HBM ~3 TB/s in practice", 350, 300, 3.0},
+      {"h100", "H100 SXM, FA2-class kernel (mma.sync): ~350 TF forward, ~300 TF backward at d=128 (FA2's bars in the FlashAttention-3 paper, arXiv 2407.08608); HBM ~3 TB/s in practice", 350, 300, 3.0},
       {"h200", "H200: the H100's compute (attention is compute-bound), HBM 4.8 TB/s spec, assumed 90% achieved", 350, 300, 4.3},
       {"h800", "H800: the H100's compute and HBM, slower NVLink (use link h800-nvlink)", 350, 300, 3.0},
   };

@@ -164,7 +164,7 @@ TEST_CASE("gpu ring plan: the reference's H + 1 steps, one hop for a contiguous 
         const index_t H = c.ring_hops();
         if (layout == Layout::contiguous && m.causal && !packed && m.chunk == 0) {
           if (m.window == 1) CHECK(H == 0);
-          else if (m.window >= 2 && m.window <= n) CHECK(H == 1);  // one hop: README's closed form
+          else if (m.window >= 2 && m.window <= n) CHECK(H == 1);  // one hop: docs/modes.md's closed form
           else if (m.window == 0) CHECK(H == P - 1);
         }
         const Packing* pk = c.packed() ? &c.packing() : nullptr;

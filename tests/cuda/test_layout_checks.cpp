@@ -65,7 +65,7 @@ TEST_CASE("ThdPartition refuses bad packings with exactly the reference's messag
   };
   const std::vector<Bad> bad = {
       {Layout::zigzag, {0, 12, 34}, 3},           // 22 not a multiple of 2*cp = 6
-      {Layout::zigzag, {0, 12, 36, 43}, 3},       // the seed's batch with an unpadded last sequence
+      {Layout::zigzag, {0, 12, 36, 43}, 3},       // TE's THD example with an unpadded last sequence
       {Layout::striped, {0, 12, 36, 42}, 4},      // 42 - 36 = 6 not a multiple of cp = 4
       {Layout::contiguous, {0, 9}, 2},            // one sequence: no "sequence 0" prefix
       {Layout::zigzag, {0, 12, 12, 42}, 3},       // not strictly increasing

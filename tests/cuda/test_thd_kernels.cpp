@@ -1,6 +1,6 @@
 // test_thd_kernels.cpp: the THD kernels (thd_kernels.h) against the CPU reference, exactly.
 //
-// What it is: for contiguous/zigzag/striped, cp in {1,2,3,4,8} and several packings (the seed's
+// What it is: for contiguous/zigzag/striped, cp in {1,2,3,4,8} and several packings (TE's
 // cu_seqlens 0,12,36,42 at cp = 3, TE's unit test 0,8,16 at cp = 2, one sequence, padded mixes of
 // short and long sequences, 300 sequences): thd_partitioned_indices == Partition::indices (all
 // ranks and one rank), thd_shard_tokens == cplab::shard and thd_unshard_tokens == cplab::unshard
@@ -160,8 +160,8 @@ void check_typed(const Partition& part, const ThdPartition& tp, std::int64_t row
 
 }  // namespace
 
-TEST_CASE("thd_partitioned_indices: the seed's example and TE's unit test, exactly") {
-  // seed 000 (THD section): cp = 3, cu_seqlens = [0, 12, 36, 42]
+TEST_CASE("thd_partitioned_indices: TE's example (docs/sources.md) and TE's unit test, exactly") {
+  // TransformerEngine's example (docs/sources.md): cp = 3, cu_seqlens = [0, 12, 36, 42]
   const ThdPartition seed(Layout::zigzag, {0, 12, 36, 42}, 3);
   CHECK(gpu_indices(seed) == I64{0, 1, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 41,    // rank 0
                                  2, 3, 8, 9, 16, 17, 18, 19, 28, 29, 30, 31, 37, 40,      // rank 1
@@ -173,7 +173,7 @@ TEST_CASE("thd_partitioned_indices: the seed's example and TE's unit test, exact
   const ThdPartition te(Layout::zigzag, {0, 8, 16}, 2);
   CHECK(gpu_indices(te, 0) == I64{0, 1, 6, 7, 8, 9, 14, 15});
   CHECK(gpu_indices(te, 1) == I64{2, 3, 4, 5, 10, 11, 12, 13});
-  // the seed's real lengths 10, 24, 5 padded to 2*cp = 6 give the same padded layout
+  // the real lengths 10, 24, 5 padded to 2*cp = 6 give the same padded layout
   const ThdPartition padded(Layout::zigzag, Packing::padded({0, 10, 34, 39}, 6).cu_seqlens_padded, 3);
   CHECK(gpu_indices(padded) == gpu_indices(seed));
 }

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   f.cp = 8, f.icp = 2, f.ocp = 4, f.seq = 64, f.heads = 4, f.kv_heads = 2, f.head_dim = 4;
   const RunSpec s{.cp = CpSpec(f), .backward = true};  // forward + backward, double
   const CpSpec& cp = s.cp;
-  const index_t P = cp.P(), icp = cp.icp(), ocp = cp.ocp(), n = cp.n();  // icp x ocp: I x O of the notes
+  const index_t P = cp.P(), icp = cp.icp(), ocp = cp.ocp(), n = cp.n();  // icp x ocp: docs/modes.md's I x O
   const index_t h = cp.h(), hk = cp.hk(), d = cp.d(), dv = cp.dv(), e = 8;  // double: 8 bytes per element
   const Partition& part = cp.partition();
   const RunReport rep = run_experiment(s, make_inputs(s));

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   Lesson L(argc, argv, "Lesson 12: choosing a mode: when the ring's communication hides",
            "A ring step overlaps sending KV with computing on the KV it holds; it is free when the compute is longer.");
 
-  L.step("the crossover c* = kappa F / (g B) (performance-anchors.md 4.2, bf16)");
+  L.step("the crossover c* = kappa F / (g B) (Ring Attention, arXiv 2310.01889; bf16)");
   const GpuPreset gpu = gpu_preset("h100");
   const LinkPreset nvl = link_preset("nvlink4"), ib = link_preset("ib-ndr");
   const double g = static_cast<double>(kHeads) / static_cast<double>(kKvHeads);

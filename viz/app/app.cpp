@@ -139,7 +139,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   float notes_h = 0;
   for (const std::string& n : s.notes) {
     ImGui::TextWrapped("%s", n.c_str());
-    notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (notes_h > 0 ? ImGui::GetStyle().ItemSpacing.y : 0);
+    notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (0 < notes_h ? ImGui::GetStyle().ItemSpacing.y : 0);
   }
   app.notes_h = notes_h;
   if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
