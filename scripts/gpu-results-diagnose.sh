@@ -60,7 +60,7 @@ plan_diagnose() {  # plan_diagnose KEYS...: the steps; no keys: nothing failed
     md "" "> No build folder $bdir here (a fresh machine): building first."
     ensure_build 20 "" 50 "" "${gpu_targets[@]}"
   elif [ "$dry" = 1 ] && [ "${diag_fresh:-0}" = 1 ]; then
-    ensure_build 20 "4 s CPU here; cmake's CUDA checks" 50 "15-23 s (as call 1)" "${gpu_targets[@]}"
+    ensure_build 20 "4 s CPU here; cmake's CUDA checks" 50 "22-33 s (as call 1)" "${gpu_targets[@]}"
   fi
   if [ $# = 0 ]; then
     bench_step cp_p2p_64k 60 "$(cp_estimate 65536 both) (issue 23's 64K ring)"

@@ -220,7 +220,7 @@ plan_call1() {
   step preflight "preflight: versions, nvidia-smi, torch" preflight 15 "2-10 s (a cold torch import)" \
     bash scripts/gpu-preflight.sh versions
   ensure_build 20 "4 s CPU here; cmake's CUDA checks" \
-    50 "15-23 s: 242 CPU s on the 2-core dev box, scaled to 16 cores (data/gpu/dry-run.md)" "${gpu_targets[@]}"
+    50 "22-33 s: 353 CPU s on the busy 2-core dev box, scaled to 16 cores (data/gpu/dry-run.md)" "${gpu_targets[@]}"
   step preflight "ldd of the five programs" ldd 5 "< 1 s" bash scripts/gpu-preflight.sh ldd "$bdir" "${gpu_programs[@]}"
   step ctest "GPU tests (ctest -L cuda, no v3, no CPU-only tests)" ctest_gpu 75 "30-70 s (guess), 4 at a time" \
     env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${gpu_sel[@]}" -j 4 --output-on-failure --timeout 55
