@@ -6,7 +6,7 @@ namespace cplab::app {
 
 void setup_cplab(CLI::App& app, int& status) {
   app.require_subcommand(1);
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last one wins
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // a repeated option is refused (flags may repeat)
   setup_run(app, status);
   setup_demo(app, status);
   setup_layout(app, status);
