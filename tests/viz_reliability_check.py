@@ -95,8 +95,8 @@ if os.path.isfile(path("worst.json")):
     r["where"] = [big, "\u00e9" * (5 << 20)]  # 10 MB of two-byte characters: cut at a character boundary
     r["outputs_dir"] = big
     r["verdict"] = "NOT equivalent: " + big
-    with open(path("big.json"), "w") as fh:
-        json.dump(r, fh)
+    with open(path("big.json"), "w", encoding="utf-8") as fh:  # 40 MB: within the 64 MB a report may have
+        json.dump(r, fh, ensure_ascii=False)
     t0 = time.monotonic()
     run("viz_10mb_lines", [VIZ, "--headless", "--controls", "--view", "check", "--check-report", path("big.json"),
                            "--out", path("big.png")], rc=0, stdout=subprocess.DEVNULL)

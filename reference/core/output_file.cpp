@@ -164,28 +164,27 @@ extern "C" void remove_temps_on_signal(int sig) {
   ::raise(sig);  // delivered when the handler returns: the process ends as the signal says
 }
 
-// installs the handler once, for each signal whose disposition is still the default (a program's
-// own handler, or an ignored signal, is left alone)
+// installs the handler for each signal whose disposition is the default (a program's own handler,
+// or an ignored signal, is left alone); checked at every temporary file, so a disposition reset to
+// the default later (a forked child) gets the handler too
 void install_temp_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (int i = 0; i < 3; ++i) {
-      struct sigaction now {};
-      if (::sigaction(kCaught[i], nullptr, &now) != 0 || now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) continue;
-      g_previous[i] = now;
-      struct sigaction sa {};
-      sa.sa_handler = remove_temps_on_signal;
-      sigemptyset(&sa.sa_mask);
-      for (int s : kCaught) sigaddset(&sa.sa_mask, s);
-      ::sigaction(kCaught[i], &sa, nullptr);
-    }
-  });
+  static std::mutex m;
+  const std::lock_guard<std::mutex> lock(m);
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction now {};
+    if (::sigaction(kCaught[i], nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) continue;
+    g_previous[i] = now;
+    struct sigaction sa {};
+    sa.sa_handler = remove_temps_on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int s : kCaught) sigaddset(&sa.sa_mask, s);
+    ::sigaction(kCaught[i], &sa, nullptr);
+  }
 }
 
 // the slot that now holds path (-1: the table is full or the path too long; the file is then only
 // removed by the next run, as after SIGKILL)
 int register_temp(const std::string& path) {
-  install_temp_handlers();
   if (path.size() >= kTempPath) return -1;
   for (int i = 0; i < kTempSlots; ++i) {
     int expected = 0;

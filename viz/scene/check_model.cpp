@@ -22,7 +22,7 @@ CheckModel CheckModel::load(const std::string& path) {
 CheckModel CheckModel::load_checked(const std::string& path) {
   std::error_code ec;
   require(std::filesystem::exists(path, ec), path + ": cannot open the check report");
-  const std::string text = read_text_file(path, "check report", 256LL << 20);
+  const std::string text = read_text_file(path, "check report", kMaxCheckReportBytes);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -20,6 +20,7 @@ namespace cplab::viz {
 // all its outputs (2^19: a headless picture of that many takes about 4 s and 0.6 GB; at the default
 // size one cell is under a pixel long before)
 inline constexpr size_t kMaxCheckLabelBytes = 200;
+inline constexpr std::int64_t kMaxCheckReportBytes = std::int64_t{64} << 20;  // read and parsed before the counts
 inline constexpr std::int64_t kMaxCheckCells = std::int64_t{1} << 19;
 
 struct CheckModel {

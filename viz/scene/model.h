@@ -30,6 +30,13 @@
 
 namespace cplab::viz {
 
+// The trace files cplab-viz reads (--trace), refused above with the limit named: at most 192 MB and
+// 2^20 events. The largest trace cplab writes (`cplab run --plan-only --mode a2a --cp 256 --seq 1048576
+// --heads 256 --causal --backward --trace`) is 160 MB of 1,044,992 events, which cplab-viz reads and
+// draws in about 8 s; every event costs time and about 1.5 KB of memory beyond that.
+inline constexpr std::int64_t kMaxVizTraceBytes = std::int64_t{192} << 20;
+inline constexpr std::int64_t kMaxVizTraceEvents = std::int64_t{1} << 20;
+
 struct VizParams {
   // the CP run (ownership, ring, masks, timeline), as the options and controls give it. `seq` is the
   // token count of an unpacked run: with cu_seqlens the spec takes their packed total (seq 0)
