@@ -106,14 +106,14 @@ void strict_numbers(CLI::App& app) {
   for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*s);
 }
 
-CLI::Option* int_range(CLI::Option* o, std::int64_t lo, std::int64_t hi) {
+CLI::Option* int_range(CLI::Option* o, std::int64_t lo, std::int64_t hi, const std::string& rule) {
   return o->check(CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
+      [lo, hi, rule](std::string& text) -> std::string {
         try {  // CLI11 names the option: "--step: value 2147483648 is out of range: it must be in [0, ...]"
           text = std::to_string(parse_int(text, "value", lo, hi));
           return {};
         } catch (const Error& e) {
-          return e.what();
+          return rule.empty() ? std::string(e.what()) : "value " + text.substr(0, 40) + " " + rule;
         }
       },
       ""));

@@ -25,8 +25,9 @@ namespace cplab::app {
 void strict_numbers(CLI::App& app);
 
 // attaches to o (an integer option) the check that its value is a whole number in [lo, hi], naming
-// o and the range ("--step: value 2147483648 is out of range: it must be in [0, 2147483647]"); returns o
-CLI::Option* int_range(CLI::Option* o, std::int64_t lo, std::int64_t hi);
+// o and the range ("--step: value 2147483648 is out of range: it must be in [0, 2147483647]"), or,
+// given, the rule ("--lesson: value 2147483648 " + rule); returns o
+CLI::Option* int_range(CLI::Option* o, std::int64_t lo, std::int64_t hi, const std::string& rule = "");
 
 // the message for e, raised while app parsed argv (argv lets it find the unknown word)
 std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, const char* const* argv);

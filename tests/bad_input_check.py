@@ -485,9 +485,10 @@ if case("check39_outputs", ["run", "--cp", "4", "--seq", "16", "--heads", "2", "
 if VIZ:
     viz = dict(tool=VIZ, prefix="cplab-viz: error: ")
     for opt, val, rule in (("--step", "2147483648", "[0, 2147483647]"), ("--frames", "2147483648", "[1, 1000]"),
-                           ("--lesson", "2147483648", "[1, "), ("--page", "2147483648", "[1, 2147483647]"),
                            ("--bench-frames", "2147483648", "[1, 100000]"), ("--bench-frames", "0", "[1, 100000]")):
         case(f"viz_int_range{opt}_{val}", [opt, val], needle=f"{opt}: value {val} is out of range: it must be in {rule}", **viz)
+    case("viz_lesson_huge", ["--lesson", "2147483648"], needle="--lesson: value 2147483648 is not a lesson: there are", **viz)
+    case("viz_page_huge", ["--lesson", "1", "--page", "2147483648"], needle="--page: value 2147483648 is not a page", **viz)
     case("viz_zoom_from_huge", ["--view", "ownership", "--cp", "4", "--seq", "32", "--zoom-from", "2147483648", "--bench-frames", "1"],
          needle="--zoom-from 2147483648 must be in [0, 31]", **viz)
     case("viz_repeated_option", ["--cp", "4", "--cp", "8", "--bench-frames", "1"], needle="--cp is given more than once", **viz)

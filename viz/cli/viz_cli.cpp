@@ -111,8 +111,13 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   CLI::Option* lesson_opt = cli.add_option("--lesson", lesson, "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
                                          "): its view, run and step beside its explanation, with Previous / Next;\n"
                                          "only --page and the display options may be given beside it");
-  app::int_range(lesson_opt, 1, static_cast<std::int64_t>(lesson::viz_lessons().size()));
-  app::int_range(cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str(), 1, INT32_MAX);
+  // values an int holds go on to lesson_mode.h's rules (--lesson 16: there are 15 lessons); others stop here
+  const std::string lessons = std::to_string(lesson::viz_lessons().size());
+  size_t most_pages = 0;
+  for (const auto& l : lesson::viz_lessons()) most_pages = std::max(most_pages, l.pages.size());
+  app::int_range(lesson_opt, INT32_MIN, INT32_MAX, "is not a lesson: there are " + lessons + " lessons (1.." + lessons + ")");
+  app::int_range(cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str(), INT32_MIN, INT32_MAX,
+                 "is not a page: a lesson has at most " + std::to_string(most_pages) + " pages");
   app::strict_numbers(cli);
   cli.parse(argc, argv);
   if (cli.get_option("--lesson")->count() > 0 || cli.get_option("--page")->count() > 0) return launch_lesson(cli, lesson, page);
