@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 extern char** environ;
 
@@ -84,10 +85,7 @@ void render_check_png(const std::string& viz, const std::vector<std::string>& pr
                        "): set TMPDIR to a folder that exists and can be written");
   ::close(fd);
   const std::string report(name.data());
-  struct Remove {
-    std::string p;
-    ~Remove() { std::remove(p.c_str()); }
-  } cleanup{report};
+  const TempFile cleanup(report);  // removed at the end, or by a SIGINT / SIGTERM before it
   {
     std::ofstream f(report);
     f << report_json;

@@ -351,6 +351,16 @@ bool same_file(const std::string& a, const std::string& b) {
   return norm(a) == norm(b);
 }
 
+TempFile::TempFile(std::string path) : path_(std::move(path)) {
+  install_temp_handlers();
+  slot_ = register_temp(path_);
+}
+
+TempFile::~TempFile() {
+  ::unlink(path_.c_str());
+  unregister_temp(slot_);
+}
+
 OutputSet::~OutputSet() {
   for (const Staged& s : staged_)
     if (!s.temp.empty()) {

@@ -66,6 +66,21 @@ class OutputSet {
   bool committed_ = false;
 };
 
+// A temporary file of cplab's own that is no output (cplab check --out's report for cplab-viz):
+// removed when this goes out of scope, and by the SIGINT / SIGTERM / SIGHUP handler before that
+class TempFile {
+ public:
+  explicit TempFile(std::string path);  // path: a file just created (mkstemp)
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int slot_ = -1;
+};
+
 // stage(path, what, fill) and commit() of a set of one file
 void write_file_whole(const std::string& path, std::string_view what, const FillFn& fill);
 
