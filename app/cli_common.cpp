@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <new>
@@ -133,7 +133,8 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
              "; the commands are: " + join(cmds);
     }
   }
-  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {  // a single-valued option given twice (MultiOptionPolicy::Throw)
+  // a single-valued option given twice (MultiOptionPolicy::Throw)
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
     std::vector<std::pair<const CLI::Option*, int>> seen;
     for (int i = 1; i < argc; ++i) {
       const std::string w = std::string(argv[i]).substr(0, std::string(argv[i]).find('='));
@@ -141,10 +142,12 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
       const CLI::Option* o = a->get_option_no_throw(w);
       if (o == nullptr || o->get_expected_min() == 0) continue;  // a flag may be repeated
       auto it = std::find_if(seen.begin(), seen.end(), [o](const auto& x) { return x.first == o; });
-      if (it == seen.end()) seen.emplace_back(o, 1);
+      if (it == seen.end())
+        seen.emplace_back(o, 1);
       else if (++it->second == 2)
-        return o->get_name() + where(*a) + " is given more than once: each option takes one value, give it once "
-                                           "(a repeated option is refused, not the last one taken)";
+        return o->get_name() + where(*a) +
+               " is given more than once: each option takes one value, give it once "
+               "(a repeated option is refused, not the last one taken)";
     }
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e)) {

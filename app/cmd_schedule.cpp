@@ -314,7 +314,8 @@ void setup_schedule(CLI::App& app, int& status) {
   sub->add_option("--ranks", o->ranks, "DP x CP ranks (a power of two)")->capture_default_str();
   sub->add_option("--max-seqlen-per-rank", o->max_per_rank, "tokens one rank can hold (Megatron's --max-seqlen-per-dp-cp-rank)")->capture_default_str();
   sub->add_option("--lengths", o->lengths, "the batch: sequence lengths, e.g. 32768,16384,8192");
-  o->scheduler_opt = sub->add_option("--scheduler", o->scheduler, "megatron (v1, BalancedCPScheduler) | cplab")->capture_default_str();
+  o->scheduler_opt =
+      sub->add_option("--scheduler", o->scheduler, "megatron (v1, BalancedCPScheduler) | cplab")->capture_default_str();
   sub->add_option("--cost", o->cost, "l2 (Megatron's L^2/cp) | overhead (adds CP communication and setup)")->capture_default_str();
   sub->add_option("--cost-param", o->cost_params, "overhead parameters, e.g. a=0.5,alpha=0.2,beta=0.3,o=1");
   sub->add_option("--dist", o->dist, "schedule random batches from a length distribution (data/dcp/*.json)");

@@ -81,8 +81,8 @@ void render_check_png(const std::string& viz, const std::vector<std::string>& pr
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   const int fd = ::mkstemps(name.data(), 5);
-  require(fd >= 0, std::string("--out: cannot create a temporary report file in ") + tmp.string() + " (" + std::strerror(errno) +
-                       "): set TMPDIR to a folder that exists and can be written");
+  require(fd >= 0, std::string("--out: cannot create a temporary report file in ") + tmp.string() + " (" +
+                       std::strerror(errno) + "): set TMPDIR to a folder that exists and can be written");
   ::close(fd);
   const std::string report(name.data());
   const TempFile cleanup(report);  // removed at the end, or by a SIGINT / SIGTERM before it

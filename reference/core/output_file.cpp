@@ -172,7 +172,8 @@ void install_temp_handlers() {
   const std::lock_guard<std::mutex> lock(m);
   for (int i = 0; i < 3; ++i) {
     struct sigaction now {};
-    if (::sigaction(kCaught[i], nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) continue;
+    if (::sigaction(kCaught[i], nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL)
+      continue;
     g_previous[i] = now;
     struct sigaction sa {};
     sa.sa_handler = remove_temps_on_signal;
@@ -403,7 +404,8 @@ void OutputSet::stage(const std::string& path, std::string_view what, const Fill
   const int mk_errno = errno;
   if (fd >= 0) s.slot = register_temp(tmpl);
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (fd < 0) throw Error(s.label + ": cannot create a temporary file in " + dir.string() + " (" + os_reason(mk_errno) + ")");
+  if (fd < 0)
+    throw Error(s.label + ": cannot create a temporary file in " + dir.string() + " (" + os_reason(mk_errno) + ")");
   s.temp = tmpl;
   try {
     // the new file gets the old one's permissions, or those a new file would get

@@ -297,14 +297,17 @@ std::uintmax_t open_npy(const std::string& path, std::ifstream& in) {
   if (ec && ec != std::errc::no_such_file_or_directory) throw Error(path + ": cannot open file (" + ec.message() + ")");
   if (!fs::exists(st)) throw Error(path + ": cannot open file (no such file)");
   if (fs::is_directory(st)) throw Error(path + ": cannot open file: it is a directory, not a .npy file");
-  if (!fs::is_regular_file(st)) throw Error(path + ": cannot open file: it is not a regular file (a FIFO or a device; a .npy input must be a file)");
+  if (!fs::is_regular_file(st))
+    throw Error(path +
+                ": cannot open file: it is not a regular file (a FIFO or a device; a .npy input must be a file)");
   const std::uintmax_t file_size = fs::file_size(path, ec);
   if (ec) throw Error(path + ": cannot open file (" + ec.message() + ")");
   errno = 0;
   in.open(path, std::ios::binary);
   if (!in) {
     const int e = errno;
-    throw Error(path + ": cannot open file (" + (e != 0 ? std::string(std::strerror(e)) : std::string("it cannot be read")) + ")");
+    throw Error(path + ": cannot open file (" +
+                (e != 0 ? std::string(std::strerror(e)) : std::string("it cannot be read")) + ")");
   }
   return file_size;
 }

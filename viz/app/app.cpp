@@ -105,7 +105,8 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else if (v == "masks") panel_masks(app);
     else if (v == "scheduler") panel_scheduler(app);
     else if (v == "check")
-      ImGui::TextWrapped("the error heat map of %s (cplab check --json)", app.check_ok ? shown(app.check.source, 500).c_str() : "no report");
+      ImGui::TextWrapped("the error heat map of %s (cplab check --json)",
+                         app.check_ok ? shown(app.check.source, 500).c_str() : "no report");
     else panel_timeline(app);
     ImGui::End();
   }
@@ -133,7 +134,8 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   if (!err.empty() && (sched ? app.sched_ok : app.run_ok)) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(origin, {origin.x + cvw, origin.y + cvh}, IM_COL32(24, 24, 28, 170));
-    const std::string banner = "STALE: this picture shows the last valid parameters. The current ones break a rule: " + shown(err, 1000);
+    const std::string banner =
+        "STALE: this picture shows the last valid parameters. The current ones break a rule: " + shown(err, 1000);
     dl->AddText(nullptr, 0.0f, {origin.x + 8, origin.y + 8}, IM_COL32(255, 120, 120, 255), banner.c_str(), nullptr, cvw - 16);
   }
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     outputs.commit();
     if (L.headless) {
       std::printf("cplab-viz: wrote %s (%dx%d)\n", L.out.c_str(), L.W, L.H);
-      std::printf("  %s\n", app.last.title.c_str());  // the picture's words, for a reader or a script (tests/viz_plan_check.py)
+      // the picture's words, for a reader or a script (tests/viz_plan_check.py)
+      std::printf("  %s\n", app.last.title.c_str());
       for (const std::string& n : app.last.notes) std::printf("  %s\n", n.c_str());
     }
     if (!L.scene_json.empty()) std::printf("cplab-viz: wrote %s\n", L.scene_json.c_str());

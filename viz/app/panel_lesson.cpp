@@ -9,8 +9,8 @@
 #include <exception>
 
 #include "app.h"
-#include "render.h"
 #include "lesson_mode.h"
+#include "render.h"
 
 namespace cplab::viz {
 
@@ -49,7 +49,8 @@ float lesson_pane(AppState& app, float x, float w) {
   float h = 2 * st.WindowPadding.y + 2 * (line + gap);  // heading, page title
   h += ImGui::CalcTextSize(pg.text.c_str(), nullptr, false, inner).y + gap;
   h += std::max(ImGui::GetFrameHeight(), cmd_h);
-  if (!app.lesson_error.empty()) h += gap + ImGui::CalcTextSize(shown(app.lesson_error, 1000).c_str(), nullptr, false, inner).y;
+  if (!app.lesson_error.empty())
+    h += gap + ImGui::CalcTextSize(shown(app.lesson_error, 1000).c_str(), nullptr, false, inner).y;
 
   ImGui::SetNextWindowPos({x, 0});
   ImGui::SetNextWindowSize({w, h});

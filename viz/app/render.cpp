@@ -46,8 +46,10 @@ void draw_scene(const Scene& s, ImDrawList* dl, ImVec2 o) {
         break;
       }
       case Prim::Kind::text:
-        if (p.text.size() <= kMaxShownTextBytes) dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), p.text.c_str());
-        else dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), shown(p.text).c_str());
+        if (p.text.size() <= kMaxShownTextBytes)
+          dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), p.text.c_str());
+        else
+          dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), shown(p.text).c_str());
         break;
       case Prim::Kind::circle:
         if (p.fill.a > 0) dl->AddCircleFilled({o.x + q[0], o.y + q[1]}, q[2], col(p.fill));

@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "layout/layout_index.h"
 #include "layout/thd.h"
-#include "mask_options.h"
 #include "lesson_mode.h"
+#include "mask_options.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -51,10 +51,12 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
                  "with --headless: also write what the view drew as data (tiles with their visible pairs, messages, "
                  "tokens; viz/scene/scene_json.h)");
   cli.add_flag("--controls", L.controls, "with --headless: draw the controls pane too");
-  app::int_range(cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str(),
+  app::int_range(cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")
+                     ->capture_default_str(),
                  1, 1000);
-  app::int_range(cli.add_option("--bench-frames", L.bench, "build N frames (1..100000) without a display and print the mean wall time\n"
-                                                           "per frame (refused when they would take more than a minute)"),
+  app::int_range(cli.add_option("--bench-frames", L.bench,
+                                "build N frames (1..100000) without a display and print the mean wall time\n"
+                                "per frame (refused when they would take more than a minute)"),
                  1, 100000);
   cli.add_option("--mode", mode, mode_choices())->capture_default_str();
   cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
@@ -79,9 +81,10 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--dtype", p.dtype, "float | double: the element type, which sets the bytes of every message\n"
                                      "(as in cplab run)")->capture_default_str();
   cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
-  app::int_range(cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str(), 0, INT32_MAX);
-  app::int_range(cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip (< seq)"), 0,
-                 kMaxPackedTokens);
+  app::int_range(cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str(), 0,
+                 INT32_MAX);
+  app::int_range(cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip (< seq)"),
+                 0, kMaxPackedTokens);
   cli.add_option("--trace", p.trace_file, "timeline view: a trace file from `cplab run --trace` or `cplab-bench cp --trace`\n"
                                           "(its measured times; without it the run is modelled as by cplab plan)");
   // the timeline's model: cplab plan's options, defaults and rules (plan/perf_options.h)
@@ -108,16 +111,19 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--cost", p.cost, "scheduler: l2 | overhead")->capture_default_str();
   cli.add_option("--cost-param", p.cost_params, "scheduler: a=..,alpha=..,beta=..,o=..");
   int lesson = 0, page = 1;  // a lesson's page: lesson_mode.h (its arguments, parsed by this function)
-  CLI::Option* lesson_opt = cli.add_option("--lesson", lesson, "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
-                                         "): its view, run and step beside its explanation, with Previous / Next;\n"
-                                         "only --page and the display options may be given beside it");
+  CLI::Option* lesson_opt =
+      cli.add_option("--lesson", lesson,
+                     "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
+                         "): its view, run and step beside its explanation, with Previous / Next;\n"
+                         "only --page and the display options may be given beside it");
   // values an int holds go on to lesson_mode.h's rules (--lesson 16: there are 15 lessons); others stop here
   const std::string lessons = std::to_string(lesson::viz_lessons().size());
   size_t most_pages = 0;
   for (const auto& l : lesson::viz_lessons()) most_pages = std::max(most_pages, l.pages.size());
-  app::int_range(lesson_opt, INT32_MIN, INT32_MAX, "is not a lesson: there are " + lessons + " lessons (1.." + lessons + ")");
-  app::int_range(cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str(), INT32_MIN, INT32_MAX,
-                 "is not a page: a lesson has at most " + std::to_string(most_pages) + " pages");
+  app::int_range(lesson_opt, INT32_MIN, INT32_MAX,
+                 "is not a lesson: there are " + lessons + " lessons (1.." + lessons + ")");
+  app::int_range(cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str(), INT32_MIN,
+                 INT32_MAX, "is not a page: a lesson has at most " + std::to_string(most_pages) + " pages");
   app::strict_numbers(cli);
   cli.parse(argc, argv);
   if (cli.get_option("--lesson")->count() > 0 || cli.get_option("--page")->count() > 0) return launch_lesson(cli, lesson, page);
@@ -161,9 +167,9 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   L.run = RunModel::build(p);
   require(view != "timeline" || L.run->why_no_model.empty(), L.run->why_no_model);  // the timeline's model needs it; other views do not
   if (cli.get_option("--zoom-from")->count() > 0 && !L.run->from_file())
-    require(L.zoom0 < L.run->cp().S(), "--zoom-from " + std::to_string(L.zoom0) + " must be in [0, " +
-                                           std::to_string(L.run->cp().S() - 1) + "]: the first token of the strip is one of the run's " +
-                                           std::to_string(L.run->cp().S()) + " tokens");
+    require(L.zoom0 < L.run->cp().S(),
+            "--zoom-from " + std::to_string(L.zoom0) + " must be in [0, " + std::to_string(L.run->cp().S() - 1) +
+                "]: the first token of the strip is one of the run's " + std::to_string(L.run->cp().S()) + " tokens");
   const Phase ph = phase == "bwd" ? Phase::bwd : Phase::fwd;
   const auto& st = L.run->steps;
   const auto at = std::find(st.begin(), st.end(), std::make_pair(ph, step));

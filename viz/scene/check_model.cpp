@@ -64,7 +64,8 @@ CheckModel CheckModel::load_checked(const std::string& path) {
       require(m.chunk_labels.back().back().size() <= kMaxCheckLabelBytes,
               path + ": error_map.chunk_labels[" + std::to_string(r) + "][" + std::to_string(c) + "] is " +
                   std::to_string(m.chunk_labels.back().back().size()) + " bytes, more than the " +
-                  std::to_string(kMaxCheckLabelBytes) + " a chunk's label may have (cplab check writes e.g. \"tokens 0-3\")");
+                  std::to_string(kMaxCheckLabelBytes) +
+                  " a chunk's label may have (cplab check writes e.g. \"tokens 0-3\")");
     }
   }
   std::int64_t cells = 0;

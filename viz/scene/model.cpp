@@ -35,7 +35,8 @@ Trace read_trace_file(const std::string& path) {
   }
   if (j.is_object() && j.contains("events") && j["events"].is_array())
     require(j["events"].size() <= static_cast<size_t>(kMaxVizTraceEvents),
-            path + ": " + std::to_string(j["events"].size()) + " events, more than the " + std::to_string(kMaxVizTraceEvents) +
+            path + ": " + std::to_string(j["events"].size()) + " events, more than the " +
+                std::to_string(kMaxVizTraceEvents) +
                 " cplab-viz draws in seconds (the largest trace cplab writes, a2a at cp 256 x 1M tokens, has 1044992)");
   try {
     return Trace::from_json(j);
