@@ -512,6 +512,17 @@ if VIZ:
     r = json.loads(json.dumps(rep))
     r["error_map"].update(ranks=256, chunks_per_rank=64, chunk_labels=[])
     r["error_map"]["outputs"]["o"] = {"heads": 64, "tolerance": 1e-10, "values": [[[0.0] * 64] * 64] * 256}
+    # traces bounded before they are drawn: the file's size before it is read, the events before they are parsed
+    big_trace = path("trace_129mb.json")
+    with open(big_trace, "wb") as fh:
+        fh.truncate((129 << 20))  # sparse: no disk
+    case("viz_trace_too_large", ["--view", "timeline", "--trace", big_trace, "--bench-frames", "1"],
+         needle="-byte limit for this kind of file", **viz)
+    many = path("trace_many_events.json")
+    with open(many, "w") as fh:
+        fh.write('{"format": "cplab-trace", "version": 1, "cp": 2, "events": [' + ",".join(["{}"] * ((1 << 19) + 1)) + "]}")
+    case("viz_trace_too_many_events", ["--view", "timeline", "--trace", many, "--bench-frames", "1"],
+         needle="524289 events, more than the 524288 cplab-viz draws in seconds", **viz)
     case("viz_check_cells_limit", bench + [report("r_cells.json", r)], needle="more than the 524288 the check view draws", **viz)
 
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
