@@ -5,6 +5,7 @@
 // file paths they take), so an option added later is fuzzed too. cplab runs with
 // app::check_only set (each action stops once its inputs are checked); cplab-viz's parse_viz_args
 // builds the models its view needs, as the real tool does.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -72,6 +73,8 @@ std::vector<std::string> random_argv(CLI::App& app, Fuzz& fz, const std::map<std
   const std::size_t k = 1 + fz.below(7);
   for (std::size_t i = 0; i < k && !opts.empty(); ++i) {
     CLI::Option* o = fz.pick(opts);
+    // an option is drawn once (a repeated one is refused: the parse would end there), now and then twice
+    if (!fz.coin(0.05)) opts.erase(std::find(opts.begin(), opts.end(), o));
     const std::string name = o->get_lnames()[0];
     argv.push_back("--" + name);
     if (o->get_expected_min() == 0) continue;  // a flag
