@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <new>
@@ -104,6 +106,19 @@ void strict_numbers(CLI::App& app) {
   for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*s);
 }
 
+CLI::Option* int_range(CLI::Option* o, std::int64_t lo, std::int64_t hi, const std::string& rule) {
+  return o->check(CLI::Validator(
+      [lo, hi, rule](std::string& text) -> std::string {
+        try {  // CLI11 names the option: "--step: value 2147483648 is out of range: it must be in [0, ...]"
+          text = std::to_string(parse_int(text, "value", lo, hi));
+          return {};
+        } catch (const Error& e) {
+          return rule.empty() ? std::string(e.what()) : "value " + text.substr(0, 40) + " " + rule;
+        }
+      },
+      ""));
+}
+
 std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, const char* const* argv) {
   const CLI::App* a = active(app);
   // a word where a subcommand belongs: `cplab rn`
@@ -116,6 +131,23 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
       const std::string near = closest(w, cmds);
       return "'" + w + "' is not a " + app.get_name() + " command" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
              "; the commands are: " + join(cmds);
+    }
+  }
+  // a single-valued option given twice (MultiOptionPolicy::Throw)
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
+    std::vector<std::pair<const CLI::Option*, int>> seen;
+    for (int i = 1; i < argc; ++i) {
+      const std::string w = std::string(argv[i]).substr(0, std::string(argv[i]).find('='));
+      if (w.size() < 2 || w[0] != '-' || std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.') continue;
+      const CLI::Option* o = a->get_option_no_throw(w);
+      if (o == nullptr || o->get_expected_min() == 0) continue;  // a flag may be repeated
+      auto it = std::find_if(seen.begin(), seen.end(), [o](const auto& x) { return x.first == o; });
+      if (it == seen.end())
+        seen.emplace_back(o, 1);
+      else if (++it->second == 2)
+        return o->get_name() + where(*a) +
+               " is given more than once: each option takes one value, give it once "
+               "(a repeated option is refused, not the last one taken)";
     }
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
@@ -137,7 +169,24 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
   return e.what();
 }
 
-int cli_main(const char* tool, CLI::App& app, int argc, const char* const* argv, const std::function<int()>& body) {
+namespace {
+
+// the status of a tool whose body returned status: 2 if its standard output could not be written
+// (/dev/full, a closed pipe), naming it; what it printed is its report, and a lost report is no success
+int stdout_checked(const char* tool, int status) {
+  errno = 0;
+  std::cout.flush();  // (synced with stdio: this is fflush(stdout), and its errno)
+  int e = errno;
+  if (std::fflush(stdout) != 0 && e == 0) e = errno;
+  if (!std::ferror(stdout) && !std::cout.fail()) return status;
+  std::cerr << tool << ": error: cannot write to standard output (" << (e != 0 ? std::strerror(e) : "a write failed")
+            << "): the report is lost\n";
+  std::clearerr(stdout);
+  return 2;
+}
+
+// body's status, every exception turned into its message and exit 2
+int run_body(const char* tool, CLI::App& app, int argc, const char* const* argv, const std::function<int()>& body) {
   try {
     return body();
   } catch (const CLI::CallForHelp& e) {
@@ -161,6 +210,12 @@ int cli_main(const char* tool, CLI::App& app, int argc, const char* const* argv,
     std::cerr << tool << ": error: an unknown exception ended the run\n";
     return 2;
   }
+}
+
+}  // namespace
+
+int cli_main(const char* tool, CLI::App& app, int argc, const char* const* argv, const std::function<int()>& body) {
+  return stdout_checked(tool, run_body(tool, app, argc, argv, body));
 }
 
 }  // namespace cplab::app

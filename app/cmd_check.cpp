@@ -41,10 +41,19 @@ int check_action(CheckCmdOptions& o) {
   require(!o.inputs.empty(), "--inputs needs a value, got an empty string");
   require(!o.outputs.empty(), "--outputs needs a value, got an empty string");
   std::error_code ec;
-  require(std::filesystem::is_directory(o.inputs, ec), "--inputs " + o.inputs + ": not a directory (it must hold q.npy, k.npy, v.npy and optionally do.npy)");
+  const bool in_dir = std::filesystem::is_directory(o.inputs, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // a symbolic link loop, a folder above that cannot be searched
+    throw Error("--inputs " + o.inputs + ": cannot use it as a folder (" + ec.message() + ")");
+  require(in_dir,
+          "--inputs " + o.inputs + ": not a directory (it must hold q.npy, k.npy, v.npy and optionally do.npy)");
   const std::filesystem::path in(o.inputs);
-  for (const char* name : {"q.npy", "k.npy", "v.npy"})
-    require(std::filesystem::exists(in / name, ec), (in / name).string() + " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) {
+    const bool there = std::filesystem::exists(in / name, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw Error((in / name).string() + ": cannot look at it (" + ec.message() + ")");
+    require(there, (in / name).string() +
+                       " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
+  }
   // the sizes come from the files; a size also given on the command line must agree with them
   auto given = [&](const char* name, index_t v) { return o.cp.given(name) ? v : index_t{0}; };
   index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);

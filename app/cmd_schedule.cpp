@@ -32,6 +32,7 @@ struct ScheduleOptions {
   long long seed = 0;
   std::string lengths, scheduler = "cplab", cost = "l2", cost_params, dist;
   bool json = false;
+  CLI::Option* scheduler_opt = nullptr;
 };
 
 DcpSchedule run_scheduler(const std::string& which, const std::vector<std::int64_t>& L, std::int64_t N,
@@ -262,6 +263,10 @@ int schedule_action(const ScheduleOptions& o) {
   require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
   require(o.batch_size >= 0,
           "--batch-size " + std::to_string(o.batch_size) + " must be >= 0 (0: the distribution file's batch_size)");
+  require(o.scheduler == "megatron" || o.scheduler == "cplab",
+          "--scheduler '" + o.scheduler + "' is not one of: megatron, cplab");
+  require(o.dist.empty() || o.scheduler_opt->count() == 0,
+          "--scheduler is for one batch (--lengths): --dist compares both schedulers, megatron and cplab");
   check_dcp_ranks(o.ranks, o.max_per_rank);
   if (!o.dist.empty()) return dist_action(o, cost);
   const std::vector<std::int64_t> L = parse_int_list(o.lengths, "--lengths");
@@ -309,7 +314,8 @@ void setup_schedule(CLI::App& app, int& status) {
   sub->add_option("--ranks", o->ranks, "DP x CP ranks (a power of two)")->capture_default_str();
   sub->add_option("--max-seqlen-per-rank", o->max_per_rank, "tokens one rank can hold (Megatron's --max-seqlen-per-dp-cp-rank)")->capture_default_str();
   sub->add_option("--lengths", o->lengths, "the batch: sequence lengths, e.g. 32768,16384,8192");
-  sub->add_option("--scheduler", o->scheduler, "megatron (v1, BalancedCPScheduler) | cplab")->capture_default_str();
+  o->scheduler_opt =
+      sub->add_option("--scheduler", o->scheduler, "megatron (v1, BalancedCPScheduler) | cplab")->capture_default_str();
   sub->add_option("--cost", o->cost, "l2 (Megatron's L^2/cp) | overhead (adds CP communication and setup)")->capture_default_str();
   sub->add_option("--cost-param", o->cost_params, "overhead parameters, e.g. a=0.5,alpha=0.2,beta=0.3,o=1");
   sub->add_option("--dist", o->dist, "schedule random batches from a length distribution (data/dcp/*.json)");

@@ -6,7 +6,8 @@ namespace cplab::app {
 
 void setup_cplab(CLI::App& app, int& status) {
   app.require_subcommand(1);
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last one wins
+  // a repeated option is refused (CLI11 keeps flags at TakeLast: a flag may repeat)
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   setup_run(app, status);
   setup_demo(app, status);
   setup_layout(app, status);

@@ -36,6 +36,8 @@ void apply_mask_options(const MaskOptions& m, CpFields& f) {
                                    npy_shape_string(h.shape));
   require(h.count <= kMaxHeads, m.sink_logits + ": " + std::to_string(h.count) + " sink logits, more than " +
                                     std::to_string(kMaxHeads) + " heads can be (one logit per query head)");
+  require(h.count >= 1, m.sink_logits + ": holds no sink logits, shape " + npy_shape_string(h.shape) +
+                            " (one logit per query head: shape (heads,))");
   const NpyArray a = npy_read(m.sink_logits, h);
   f.sinks = true;
   f.sink_logits = a.values;  // their count and finiteness: CpSpec's rules

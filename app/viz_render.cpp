@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 extern char** environ;
 
@@ -68,18 +69,23 @@ std::vector<std::string> headless_prefix() {
 void render_check_png(const std::string& viz, const std::vector<std::string>& prefix, const std::string& report_json,
                       const std::string& png) {
   // the report, in a temporary file of its own
-  std::string tmpl = (fs::temp_directory_path() / "cplab-check-report-XXXXXX.json").string();
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    throw Error(std::string("--out: cannot use the temporary folder for cplab-viz's report (") +
+                (env ? "TMPDIR=" + std::string(env) : std::string("/tmp")) + ": " + ec.message() +
+                "): set TMPDIR to a folder that exists and can be written");
+  }
+  std::string tmpl = (tmp / "cplab-check-report-XXXXXX.json").string();
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   const int fd = ::mkstemps(name.data(), 5);
-  require(fd >= 0, std::string("--out: cannot create a temporary report file in ") + fs::temp_directory_path().string() + ": " +
-                       std::strerror(errno));
+  require(fd >= 0, std::string("--out: cannot create a temporary report file in ") + tmp.string() + " (" +
+                       std::strerror(errno) + "): set TMPDIR to a folder that exists and can be written");
   ::close(fd);
   const std::string report(name.data());
-  struct Remove {
-    std::string p;
-    ~Remove() { std::remove(p.c_str()); }
-  } cleanup{report};
+  const TempFile cleanup(report);  // removed at the end, or by a SIGINT / SIGTERM before it
   {
     std::ofstream f(report);
     f << report_json;
@@ -96,8 +102,14 @@ void render_check_png(const std::string& viz, const std::vector<std::string>& pr
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // cplab-viz's own lines ("wrote ...", the picture's notes) go to stderr: stdout is cplab check's
+  // report, which --json keeps pure JSON
+  posix_spawn_file_actions_t fa;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_adddup2(&fa, 2, 1);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
   require(rc == 0, "--out: cannot start " + args[0] + ": " + std::strerror(rc));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)

@@ -403,6 +403,128 @@ case("sink_logits_missing", [*w2, "--sink-logits", path("no_such_sinks.npy")], n
 case("sink_logits_directory", [*w2, "--sink-logits", path("a_directory")], needle="directory")
 case("sink_logits_ok", [*w2, "--causal", "--window", "3", "--backward", "--sink-logits", path("sinks_ok.npy")], rc=0)
 
+# ---- issue 39: silent acceptances, streams, messages (the rules named, exit 2) -----------------------------
+case("repeated_option", ["run", "--cp", "2", "--seq", "8", "--seq", "16"],
+     needle="--seq of 'run' is given more than once: each option takes one value")
+case("repeated_flag_ok", ["run", "--cp", "2", "--seq", "8", "--causal", "--causal"], rc=0)
+np.save(path("sinks_empty.npy"), np.zeros(0))
+case("sink_logits_empty", [*w2, "--sink-logits", path("sinks_empty.npy")],
+     needle=path("sinks_empty.npy") + ": holds no sink logits, shape (0,)")
+case("schedule_dist_scheduler_unknown", ["schedule", "--dist", "data/dcp/web_lognormal.json", "--scheduler", "zz"],
+     needle="--scheduler 'zz' is not one of: megatron, cplab")
+case("schedule_dist_scheduler_given", ["schedule", "--dist", "data/dcp/web_lognormal.json", "--scheduler", "cplab"],
+     needle="--scheduler is for one batch (--lengths): --dist compares both schedulers")
+d = dist("dist_sigma_huge.json", '"min": 1, "max": 100', '[{"weight": 1, "median": 1024, "sigma": 1e300}]')
+case("dist_sigma_huge", ["schedule", "--dist", d], needle=d + ": lognormal_mixture[0].sigma = 1")  # 1.0000000000000001e+300
+case("dist_sigma_huge_rule", ["schedule", "--dist", d], needle="is out of range: it must be in [0, 10]")
+d = dist("dist_median_huge.json", '"min": 1, "max": 100', '[{"weight": 1, "median": 1e300, "sigma": 1}]')
+case("dist_median_huge", ["schedule", "--dist", d], needle="median = 1.0000000000000001e+300 is out of range: it must be in [0, 4503599627370496]")
+# cplab check: shard folders of other ranks, paths that cannot be looked at, .npy files that are not files
+CI, CO = path("c39_in"), path("c39_out")
+os.makedirs(CI, exist_ok=True)
+for n, h in (("q", 2), ("k", 1), ("v", 1)):
+    np.save(os.path.join(CI, n + ".npy"), rng.uniform(-1, 1, (16, h, 8)))
+chk = ["check", "--cp", "4", "--inputs", CI, "--outputs", CO]
+if case("check39_outputs", ["run", "--cp", "4", "--seq", "16", "--heads", "2", "--kv-heads", "1", "--head-dim", "8",
+                            "--q", os.path.join(CI, "q.npy"), "--k", os.path.join(CI, "k.npy"), "--v", os.path.join(CI, "v.npy"),
+                            "--out-dir", CO], rc=0) is not None:
+    for r in (5, 7):
+        os.makedirs(os.path.join(CO, f"rank{r}"), exist_ok=True)
+    case("check_shard_rank_above_cp", chk, needle="rank7 exists but cp is 4 (ranks 0-3)")
+    for r in (5, 7):
+        os.rmdir(os.path.join(CO, f"rank{r}"))
+    os.makedirs(os.path.join(CO, "rank4"), exist_ok=True)
+    np.save(os.path.join(CO, "rank4", "dsinks.npy"), np.zeros(2))
+    case("check_rank4_dsinks", chk, needle="rank4 exists but cp is 4 (ranks 0-3)")
+    os.remove(os.path.join(CO, "rank4", "dsinks.npy"))
+    os.rmdir(os.path.join(CO, "rank4"))
+    case("check_ok_again", chk, rc=0)
+    bad_o = path("c39_bad_o")
+    os.makedirs(bad_o, exist_ok=True)
+    o_npy = os.path.join(bad_o, "o.npy")
+    os.makedirs(o_npy, exist_ok=True)
+    case("check_o_directory", ["check", "--cp", "4", "--inputs", CI, "--outputs", bad_o], needle="o.npy: cannot open file: it is a directory")
+    os.rmdir(o_npy)
+    os.mkfifo(o_npy)
+    case("check_o_fifo", ["check", "--cp", "4", "--inputs", CI, "--outputs", bad_o], needle="o.npy: cannot open file: it is not a regular file")
+    os.remove(o_npy)
+    os.symlink("o.npy", o_npy)  # a link to itself
+    case("check_o_symlink_loop", ["check", "--cp", "4", "--inputs", CI, "--outputs", bad_o],
+         needle="o.npy: cannot look at it (Too many levels of symbolic links)")
+    os.remove(o_npy)
+    loop = path("c39_loop")
+    if not os.path.islink(loop):
+        os.symlink(loop, loop)
+    case("check_outputs_symlink_loop", ["check", "--cp", "4", "--inputs", CI, "--outputs", loop],
+         needle="cannot use it as a folder (Too many levels of symbolic links)")
+    if os.geteuid() != 0:  # root reads a mode-000 file: the case needs a user
+        with open(o_npy, "wb") as fh:
+            fh.write(open(os.path.join(CO, "o.npy"), "rb").read())
+        os.chmod(o_npy, 0)
+        case("check_o_mode_000", ["check", "--cp", "4", "--inputs", CI, "--outputs", bad_o], needle="Permission denied")
+        os.chmod(o_npy, 0o644)
+        os.remove(o_npy)
+    # a standard output that cannot be written is no success
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            for name, argv in (("run_stdout_dev_full", ["run", "--cp", "2", "--seq", "8"]), ("check_stdout_dev_full", chk),
+                               ("check_json_stdout_dev_full", chk + ["--json"])):
+                count += 1
+                p = subprocess.run([CPLAB, *argv], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+                if p.returncode != 2 or "cannot write to standard output" not in p.stderr:
+                    failures.append(f"[{name}] exit {p.returncode}, stderr {p.stderr.strip()[:300]!r}: expected exit 2 "
+                                    "naming standard output")
+    # TMPDIR that does not exist: named, before any picture (needs cplab-viz and a display or xvfb-run)
+    if VIZ:
+        count += 1
+        p = subprocess.run([CPLAB, *chk, "--out", path("c39.png")], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, TMPDIR=path("no_such_tmp"), CPLAB_VIZ=VIZ))
+        if "xvfb-run" not in p.stderr and (p.returncode != 2 or "set TMPDIR to a folder that exists" not in p.stderr
+                                           or "filesystem error" in p.stderr):
+            failures.append(f"[check_out_tmpdir_missing] exit {p.returncode}: {p.stderr.strip()[:300]}")
+if VIZ:
+    viz = dict(tool=VIZ, prefix="cplab-viz: error: ")
+    for opt, val, rule in (("--step", "2147483648", "[0, 2147483647]"), ("--frames", "2147483648", "[1, 1000]"),
+                           ("--bench-frames", "2147483648", "[1, 100000]"), ("--bench-frames", "0", "[1, 100000]")):
+        case(f"viz_int_range{opt}_{val}", [opt, val], needle=f"{opt}: value {val} is out of range: it must be in {rule}", **viz)
+    case("viz_lesson_huge", ["--lesson", "2147483648"], needle="--lesson: value 2147483648 is not a lesson: there are", **viz)
+    case("viz_page_huge", ["--lesson", "1", "--page", "2147483648"], needle="--page: value 2147483648 is not a page", **viz)
+    case("viz_zoom_from_huge", ["--view", "ownership", "--cp", "4", "--seq", "32", "--zoom-from", "2147483648", "--bench-frames", "1"],
+         needle="--zoom-from 2147483648 must be in [0, 31]", **viz)
+    case("viz_repeated_option", ["--cp", "4", "--cp", "8", "--bench-frames", "1"], needle="--cp is given more than once", **viz)
+    case("viz_bench_frames_too_long", ["--view", "ring", "--cp", "64", "--seq", "1048576", "--bench-frames", "100000"],
+         needle="more than the 60 s a frame benchmark may take", timeout=300, **viz)
+    import json  # noqa: E402
+    rep = {"verdict": "NOT equivalent", "where": [], "error_map": {"ranks": 2, "chunks_per_rank": 1,
+           "chunk_labels": [["a"], ["b"]], "outputs": {"o": {"heads": 2, "tolerance": 1e-10, "values": [[[0, 1]], [[1, 0]]]}}}}
+    def report(name, r):
+        with open(path(name), "w") as fh:
+            json.dump(r, fh)
+        return path(name)
+    bench = ["--view", "check", "--bench-frames", "1", "--check-report"]
+    case("viz_check_explains_type", bench + [report("r_explains.json", dict(rep, diagnosis=[{"name": "x", "explains": "yes"}]))],
+         needle="diagnosis[0].explains is a JSON string, not true or false", **viz)
+    case("viz_check_verdict_type", bench + [report("r_verdict.json", dict(rep, verdict=3))],
+         needle="it needs 'verdict' and 'error_map'", **viz)
+    r = json.loads(json.dumps(rep))
+    r["error_map"]["chunk_labels"][0][0] = "x" * 1000
+    case("viz_check_label_long", bench + [report("r_label.json", r)], needle="chunk_labels[0][0] is 1000 bytes, more than the 200", **viz)
+    r = json.loads(json.dumps(rep))
+    r["error_map"].update(ranks=256, chunks_per_rank=64, chunk_labels=[])
+    r["error_map"]["outputs"]["o"] = {"heads": 64, "tolerance": 1e-10, "values": [[[0.0] * 64] * 64] * 256}
+    # traces bounded before they are drawn: the file's size before it is read, the events before they are parsed
+    big_trace = path("trace_129mb.json")
+    with open(big_trace, "wb") as fh:
+        fh.truncate((129 << 20))  # sparse: no disk
+    case("viz_trace_too_large", ["--view", "timeline", "--trace", big_trace, "--bench-frames", "1"],
+         needle="-byte limit for this kind of file", **viz)
+    many = path("trace_many_events.json")
+    with open(many, "w") as fh:
+        fh.write('{"format": "cplab-trace", "version": 1, "cp": 2, "events": [' + ",".join(["{}"] * ((1 << 19) + 1)) + "]}")
+    case("viz_trace_too_many_events", ["--view", "timeline", "--trace", many, "--bench-frames", "1"],
+         needle="524289 events, more than the 524288 cplab-viz draws in seconds", **viz)
+    case("viz_check_cells_limit", bench + [report("r_cells.json", r)], needle="more than the 524288 the check view draws", **viz)
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

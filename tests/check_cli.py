@@ -197,7 +197,7 @@ bad("int_dtype", "out64", lambda d: np.save(os.path.join(d, "o.npy"), np.zeros((
 bad("shard_missing", "shards", lambda d: os.remove(os.path.join(d, "rank2", "o.npy")),
     "rank2/o.npy is missing: per-rank shards need one file per rank 0-3 (cp 4)")
 bad("shard_extra_rank", "shards", lambda d: shutil.copytree(os.path.join(d, "rank0"), os.path.join(d, "rank4")),
-    "rank4/o.npy exists but cp is 4 (ranks 0-3)")
+    "rank4 exists but cp is 4 (ranks 0-3)")
 bad("global_and_shards", "shards", lambda d: shutil.copy(path("out64", "o.npy"), os.path.join(d, "o.npy")),
     "both exist: give O either in global order or as per-rank shards, not both")
 bad("tolerance_zero", "out64", lambda d: None, "--tolerance 0 must be in (0, 1)", ["--tolerance", "0"])

@@ -236,8 +236,8 @@ TEST_CASE("npy: unsupported files are rejected with the rule broken") {
     return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
   };
 
-  CHECK(read_error(t.file("missing.npy")) == t.file("missing.npy") + ": cannot open file");
-  CHECK(read_error(t.dir.string()) == t.dir.string() + ": cannot open file");
+  CHECK(read_error(t.file("missing.npy")) == t.file("missing.npy") + ": cannot open file (no such file)");
+  CHECK(read_error(t.dir.string()) == t.dir.string() + ": cannot open file: it is a directory, not a .npy file");
   CHECK(with("") == p + ": not a .npy file (bad magic)");
   CHECK(with("PK\x03\x04 this is a zip") == p + ": not a .npy file (bad magic)");
   CHECK(with("\x93NUMPZ\x01\x00") == p + ": not a .npy file (bad magic)");

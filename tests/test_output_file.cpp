@@ -2,11 +2,15 @@
 //
 // What it is: a file written whole; an existing file byte-identical when the writer throws or the
 // set is never committed; no temporary file left behind; /dev/full reported as a write error and
-// never replaced; a directory, a missing folder, two outputs naming one file refused; same_file.
+// never replaced; a directory, a missing folder, two outputs naming one file refused; same_file; a
+// temporary file of a gone process removed by the next write, and SIGTERM removing a set's own.
 // What it is not: the CLI's use of it (bad_input_check.py, section B; cli_check.py).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -193,4 +197,43 @@ TEST_CASE("output_file: same_file") {
   CHECK(cplab::same_file(d.file("new"), d.file("./new")));  // neither exists: compared as paths
   CHECK(!cplab::same_file(d.file("x"), d.file("new")));
   CHECK(!cplab::same_file(d.file("new"), d.file("new2")));
+}
+
+TEST_CASE("output_file: a temporary file whose process is gone is removed by the next write into its folder") {
+  Dir d;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);  // its pid now names no process (reuse within the test: unlikely)
+  const std::string dead = ".o.npy.cplab-tmp-" + std::to_string(child) + "-abcdef";
+  const std::string live = ".o.npy.cplab-tmp-" + std::to_string(::getpid()) + "-abcdef";  // this process's
+  const std::string other = ".o.npy.cplab-tmp-abcdef";  // no pid in the name: not known to be stale
+  for (const std::string& n : {dead, live, other}) put(d.file(n), "left");
+  cplab::write_file_whole(d.file("o.npy"), "--out-dir", text("new"));
+  CHECK(!fs::exists(d.file(dead)));
+  CHECK(fs::exists(d.file(live)));
+  CHECK(fs::exists(d.file(other)));
+  CHECK(slurp(d.file("o.npy")) == "new");
+}
+
+TEST_CASE("output_file: SIGTERM while a set is staged removes its temporary files, and still ends the process") {
+  Dir d;
+  put(d.file("a"), "A0");
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGTERM, SIG_DFL);  // doctest's own handler would report a crash; a tool has the default
+    cplab::OutputSet set;
+    set.stage(d.file("a"), "--trace", text("A1"));
+    set.stage(d.file("b"), "--chrome-trace", text("B1"));
+    ::raise(SIGTERM);
+    ::_exit(3);  // not reached: the handler removes the files and the signal ends the process
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+  CHECK(d.entries() == 1);  // "a" as it was, no temporary file
+  CHECK(slurp(d.file("a")) == "A0");
 }

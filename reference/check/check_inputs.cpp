@@ -50,9 +50,30 @@ int coarseness(NpyDtype t) {
   return 0;
 }
 
+// whether p exists; a path that cannot be looked at (a symbolic link loop, a folder that cannot be
+// searched) is a cplab::Error naming it and the reason, never "missing"
 bool file_exists(const fs::path& p) {
   std::error_code ec;
-  return fs::exists(p, ec);
+  const bool there = fs::exists(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw Error(p.string() + ": cannot look at it (" + ec.message() + ")");
+  return there;
+}
+
+// the rank{r} entries of an outputs folder: each must be a rank of this run (r < P), or cplab::Error
+void refuse_other_ranks(const fs::path& dir, index_t P) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw Error(dir.string() + ": cannot list the outputs folder (" + ec.message() + ")");
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.size() < 5 || n.compare(0, 4, "rank") != 0 || n.size() > 14) continue;
+    if (!std::all_of(n.begin() + 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    const index_t r = std::stoll(n.substr(4));
+    require(r < P, (dir / n).string() + " exists but cp is " + num(P) + " (ranks 0-" + num(P - 1) +
+                       "): the shards must come from a run with the same --cp (remove the folders of other ranks)");
+  }
+  if (ec) throw Error(dir.string() + ": cannot list the outputs folder (" + ec.message() + ")");
 }
 
 // one file to read: its path, the shape it must have (and what the dimensions are), its header
@@ -181,9 +202,15 @@ std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t head
 }
 
 CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir) {
-  std::error_code ec;
-  require(fs::is_directory(inputs_dir, ec), "--inputs " + inputs_dir + ": not a directory (it must hold q.npy, k.npy, v.npy and optionally do.npy)");
-  require(fs::is_directory(outputs_dir, ec), "--outputs " + outputs_dir + ": not a directory (it must hold o.npy and optionally lse.npy, dq.npy, dk.npy, dv.npy, or rank{r}/ shards of them)");
+  auto folder = [](const std::string& dir, const std::string& what, const char* holds) {
+    std::error_code ec;
+    const bool is_dir = fs::is_directory(dir, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw Error(what + " " + dir + ": cannot use it as a folder (" + ec.message() + ")");
+    require(is_dir, what + " " + dir + ": not a directory (it must hold " + holds + ")");
+  };
+  folder(inputs_dir, "--inputs", "q.npy, k.npy, v.npy and optionally do.npy");
+  folder(outputs_dir, "--outputs", "o.npy and optionally lse.npy, dq.npy, dk.npy, dv.npy, or rank{r}/ shards of them");
   const InputShapes s{spec.S(), spec.h(), spec.hk(), spec.d(), spec.dv(), spec.n()};
   const fs::path in_dir(inputs_dir), out_dir(outputs_dir);
 
@@ -198,7 +225,8 @@ CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, con
     require(file_exists(p), p.string() + " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
     inputs.push_back(FileSpec{p.string(), in_shapes[i], in_dims[i], {}});
   }
-  // outputs, in global order or per-rank shards
+  // outputs, in global order or per-rank shards (of this run's ranks only)
+  refuse_other_ranks(out_dir, spec.P());
   std::array<std::vector<FileSpec>, kCheckTensors> outs;
   for (CheckTensor t : kAllCheckTensors) outs[idx(t)] = output_files(out_dir, t, s, spec.P());
   require(!outs[idx(CheckTensor::o)].empty(), (out_dir / "o.npy").string() +

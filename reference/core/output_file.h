@@ -2,10 +2,15 @@
 //
 // What it is:
 //   OutputSet        the output files of one command, committed together: stage() writes each to a
-//                    temporary file ".<name>.cplab-tmp-XXXXXX" in the target's folder (flushed, the
-//                    stream, fsync and close checked); commit() renames them onto their targets.
+//                    temporary file ".<name>.cplab-tmp-<pid>-XXXXXX" in the target's folder (flushed,
+//                    the stream, fsync and close checked); commit() renames them onto their targets,
+//                    holding a lock (flock) on each target folder, so that two processes committing
+//                    into one folder at once leave one whole set there, never a mix of both.
 //                    An uncommitted set (a failed run: an exception, a refused input) removes its
-//                    temporary files and leaves every target exactly as it was.
+//                    temporary files and leaves every target exactly as it was. SIGINT, SIGTERM and
+//                    SIGHUP remove them too (a handler, installed where the signal's disposition is
+//                    still the default); what SIGKILL leaves, the next stage() into that folder
+//                    removes (a temporary file whose pid no longer exists), saying so on stderr.
 //   write_file_whole one file, staged and committed at once
 //   check_writable   the check before the work: could this path be written? Creates, opens and
 //                    truncates nothing (an existing output stays as it is until commit)
@@ -18,13 +23,14 @@
 // cannot be followed to a real path (/dev/stdout -> pipe:[...]) is written through, appending; a
 // dangling link is refused.
 // Every failure is a cplab::Error naming the path and the rule or the OS reason.
-// What it is not: a transaction across files. The renames of one commit() happen one after another;
-// a rename that fails midway (only an OS failure, the temporary files being written already) can
-// leave the earlier targets replaced. Nothing is locked against other processes.
+// What it is not: a transaction across files. The renames of one commit() happen one after another
+// (other cplab commits wait for them, readers do not); a rename that fails midway (only an OS
+// failure, the temporary files being written already) can leave the earlier targets replaced.
 #pragma once
 
 #include <functional>
 #include <iosfwd>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,9 +59,26 @@ class OutputSet {
     std::string label;   // "<what> <path>", for messages
     std::string temp;    // the temporary file; "" for a direct target
     std::string bytes;   // a direct target's content, written at commit
+    int slot = -1;       // its entry in the table the signal handler removes temporary files from
   };
   std::vector<Staged> staged_;
+  std::set<std::string> cleaned_;  // folders already rid of stale temporary files
   bool committed_ = false;
+};
+
+// A temporary file of cplab's own that is no output (cplab check --out's report for cplab-viz):
+// removed when this goes out of scope, and by the SIGINT / SIGTERM / SIGHUP handler before that
+class TempFile {
+ public:
+  explicit TempFile(std::string path);  // path: a file just created (mkstemp)
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int slot_ = -1;
 };
 
 // stage(path, what, fill) and commit() of a set of one file

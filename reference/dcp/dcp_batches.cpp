@@ -50,7 +50,8 @@ LengthDist read_length_dist(const std::string& path) {
     require(p.is_object() && p.contains("weight") && p.contains("median") && p.contains("sigma"),
             at + " is not an object with weight, median and sigma");
     d.parts.push_back({json_real(p["weight"], at + ".weight", -kMaxDistWeight, kMaxDistWeight),
-                       json_real(p["median"], at + ".median"), json_real(p["sigma"], at + ".sigma")});
+                       json_real(p["median"], at + ".median", 0, kMaxDistMedian),
+                       json_real(p["sigma"], at + ".sigma", 0, kMaxDistSigma)});
   }
   require(d.max >= d.min, path + ": needs 1 <= min <= max");
   for (const auto& p : d.parts)

@@ -29,11 +29,15 @@ struct LengthDist {
 // object of at most kMaxDistFileBytes; min and max whole numbers in [1, kMaxDistLength] (2^52 =
 // kMaxDcpRanks x kMaxSeqlenPerRank: no batch can hold a longer sample); batch_size a whole number
 // in [1, kMaxBatchSamples] (dcp_schedule.h); 1 to kMaxDistParts components, each with finite
-// weight in (0, kMaxDistWeight], median > 0 and sigma >= 0
+// weight in (0, kMaxDistWeight], median in (0, kMaxDistMedian] and sigma in [0, kMaxDistSigma] (a
+// log-normal of sigma 10 spreads its samples over e^+-30 = 10^+-13 at 3 sigma: wider is no distribution
+// of lengths, every draw clamped to min or max)
 inline constexpr std::int64_t kMaxDistFileBytes = 1 << 20;
 inline constexpr std::int64_t kMaxDistLength = kMaxDcpRanks * kMaxSeqlenPerRank;
 inline constexpr size_t kMaxDistParts = 1000;
 inline constexpr double kMaxDistWeight = 1e12;
+inline constexpr double kMaxDistMedian = 4503599627370496.0;  // 2^52 = kMaxDistLength
+inline constexpr double kMaxDistSigma = 10;
 
 LengthDist read_length_dist(const std::string& path);  // throws cplab::Error naming the file and rule
 // count lengths drawn from d; cplab::Error unless 1 <= count <= kMaxBatchSamples

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -292,11 +293,22 @@ NpyHeader parse_preamble_and_header(std::ifstream& in, const std::string& path, 
 std::uintmax_t open_npy(const std::string& path, std::ifstream& in) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw Error(path + ": cannot open file");
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw Error(path + ": cannot open file (" + ec.message() + ")");
+  if (!fs::exists(st)) throw Error(path + ": cannot open file (no such file)");
+  if (fs::is_directory(st)) throw Error(path + ": cannot open file: it is a directory, not a .npy file");
+  if (!fs::is_regular_file(st))
+    throw Error(path +
+                ": cannot open file: it is not a regular file (a FIFO or a device; a .npy input must be a file)");
   const std::uintmax_t file_size = fs::file_size(path, ec);
-  if (ec) throw Error(path + ": cannot open file");
+  if (ec) throw Error(path + ": cannot open file (" + ec.message() + ")");
+  errno = 0;
   in.open(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open file");
+  if (!in) {
+    const int e = errno;
+    throw Error(path + ": cannot open file (" +
+                (e != 0 ? std::string(std::strerror(e)) : std::string("it cannot be read")) + ")");
+  }
   return file_size;
 }
 

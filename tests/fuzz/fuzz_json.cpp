@@ -82,6 +82,13 @@ void fuzz_json_dist(Fuzz& fz, Tally& t, int n) {
     const std::string path = fz.write("named_dist.json", j.dump());
     t.must_refuse("batch_size 1e12", [&] { read_length_dist(path); });
   }
+  for (const char* field : {"sigma", "median"}) {  // issue 39: sigma 1e300 was accepted (every draw clamped)
+    nlohmann::json j = seeds.at(0);
+    if (!j.contains("lognormal_mixture")) break;
+    j["lognormal_mixture"][0][field] = 1e300;
+    const std::string path = fz.write("named_dist.json", j.dump());
+    t.must_refuse(std::string(field) + " 1e300", [&] { read_length_dist(path); });
+  }
   for (int i = 0; i < n; ++i) {
     std::string label;
     const std::string path = fz.write("dist.json", variant(fz, fz.pick(seeds), label));

@@ -5,6 +5,7 @@
 // file paths they take), so an option added later is fuzzed too. cplab runs with
 // app::check_only set (each action stops once its inputs are checked); cplab-viz's parse_viz_args
 // builds the models its view needs, as the real tool does.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -72,6 +73,8 @@ std::vector<std::string> random_argv(CLI::App& app, Fuzz& fz, const std::map<std
   const std::size_t k = 1 + fz.below(7);
   for (std::size_t i = 0; i < k && !opts.empty(); ++i) {
     CLI::Option* o = fz.pick(opts);
+    // an option is drawn once (a repeated one is refused: the parse would end there), now and then twice
+    if (!fz.coin(0.05)) opts.erase(std::find(opts.begin(), opts.end(), o));
     const std::string name = o->get_lnames()[0];
     argv.push_back("--" + name);
     if (o->get_expected_min() == 0) continue;  // a flag
@@ -124,6 +127,12 @@ void fuzz_viz_options(Fuzz& fz, Tally& t, int n) {
       {"--max-seqlen-per-rank 2^62", {"--view", "scheduler", "--max-seqlen-per-rank", "4611686018427387904"}},
       {"--cp 2^62 with padding", {"--cp", "4611686018427387904", "--cu-seqlens", "0,5", "--pad"}},
       {"--frames 1e9", {"--frames", "1000000000"}},
+      // issue 39
+      {"--step 2^31", {"--view", "ring", "--step", "2147483648"}},
+      {"--bench-frames 0", {"--bench-frames", "0"}},
+      {"--zoom-from 2^31", {"--view", "ownership", "--cp", "4", "--seq", "32", "--zoom-from", "2147483648"}},
+      {"--cp given twice", {"--cp", "4", "--cp", "8"}},
+      {"--lesson 2^31", {"--lesson", "2147483648"}},
   };
   for (const auto& [name, args] : named) t.must_refuse(name, [&] { parse(args); });
   CLI::App shape{"cplab-viz", "cplab-viz"};  // the options, for random_argv (--help ends the parse)
@@ -168,6 +177,9 @@ void fuzz_cplab_options(Fuzz& fz, Tally& t, int n) {
       {"a directory as --calibration", {"plan", "--calibration", fz.scratch}},
       {"rn", {"rn"}},
       {"--mdoe p2p", {"run", "--mdoe", "p2p"}},
+      // issue 39
+      {"run --seq given twice", {"run", "--cp", "2", "--seq", "8", "--seq", "16"}},
+      {"schedule --dist --scheduler zz", {"schedule", "--dist", CPLAB_SOURCE_DIR "/data/dcp/web_lognormal.json", "--scheduler", "zz"}},
   };
   for (const auto& [name, args] : named) t.must_refuse(name, [&] { parse(args); });
   CLI::App shape{"cplab", "cplab"};

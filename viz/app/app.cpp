@@ -54,7 +54,7 @@ void help(const char* text) {
 
 void error_text(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4{1.0f, 0.45f, 0.45f, 1.0f});
-  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::TextWrapped("%s", shown(text, 1000).c_str());
   ImGui::PopStyleColor();
 }
 
@@ -104,7 +104,9 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else if (v == "ring") panel_ring(app);
     else if (v == "masks") panel_masks(app);
     else if (v == "scheduler") panel_scheduler(app);
-    else if (v == "check") ImGui::TextWrapped("the error heat map of %s (cplab check --json)", app.check_ok ? app.check.source.c_str() : "no report");
+    else if (v == "check")
+      ImGui::TextWrapped("the error heat map of %s (cplab check --json)",
+                         app.check_ok ? shown(app.check.source, 500).c_str() : "no report");
     else panel_timeline(app);
     ImGui::End();
   }
@@ -124,7 +126,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   const ImVec2 origin{o0.x, o0.y + line};
   vs.mx = mouse.x - origin.x, vs.my = mouse.y - origin.y;
   const Scene s = build_view(app, vs, cvw, cvh);
-  ImGui::TextUnformatted(s.title.c_str());
+  ImGui::TextUnformatted(shown(s.title, 500).c_str());
   draw_scene(s, ImGui::GetWindowDrawList(), origin);
   // an edit that broke a rule leaves the previous model on screen: dimmed and marked stale
   const bool sched = view_names()[static_cast<size_t>(app.view)] == "scheduler";
@@ -132,17 +134,19 @@ void draw_frame(AppState& app, float W, float H, double dt) {
   if (!err.empty() && (sched ? app.sched_ok : app.run_ok)) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(origin, {origin.x + cvw, origin.y + cvh}, IM_COL32(24, 24, 28, 170));
-    const std::string banner = "STALE: this picture shows the last valid parameters. The current ones break a rule: " + err;
+    const std::string banner =
+        "STALE: this picture shows the last valid parameters. The current ones break a rule: " + shown(err, 1000);
     dl->AddText(nullptr, 0.0f, {origin.x + 8, origin.y + 8}, IM_COL32(255, 120, 120, 255), banner.c_str(), nullptr, cvw - 16);
   }
   ImGui::SetCursorScreenPos({origin.x, origin.y + cvh + 2});
   float notes_h = 0;
-  for (const std::string& n : s.notes) {
+  for (const std::string& note : s.notes) {  // a note from a report may be long: its first 1000 bytes
+    const std::string n = shown(note, 1000);
     ImGui::TextWrapped("%s", n.c_str());
     notes_h += ImGui::CalcTextSize(n.c_str(), nullptr, false, cvw).y + (0 < notes_h ? ImGui::GetStyle().ItemSpacing.y : 0);
   }
   app.notes_h = notes_h;
-  if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", s.hover.c_str());
+  if (!s.hover.empty() && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s", shown(s.hover, 1000).c_str());
   ImGui::End();
   app.last = s;
 }

@@ -7,6 +7,7 @@
 #include <imgui_impl_opengl3.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ostream>
@@ -32,7 +33,7 @@ void style() {
 
 }  // namespace
 
-int run_window(AppState& app, int W, int H, const std::string& png, int frames) {
+int run_window(AppState& app, int W, int H, const std::string& png, int frames, OutputSet& out) {
   if (!png.empty()) check_writable(png, "--out");  // before any drawing; nothing is created yet
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
@@ -94,11 +95,11 @@ int run_window(AppState& app, int W, int H, const std::string& png, int frames) 
       try {
         require(stbi_write_png_to_func(append, &bytes, fw, fh, 4, px.data(), fw * 4) != 0,
                 "--out " + png + ": cannot encode the PNG");
-        write_file_whole(png, "--out",
-                         [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
-        std::printf("cplab-viz: wrote %s (%dx%d)\n", png.c_str(), fw, fh);
+        // staged only: committed with --scene-json's file once that is written too (main.cpp)
+        out.stage(png, "--out",
+                  [&](std::ostream& os) { os.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
       } catch (const Error& e) {
-        std::fprintf(stderr, "cplab-viz: %s\n", e.what());
+        std::fprintf(stderr, "cplab-viz: error: %s\n", e.what());
         rc = 2;
       }
     }
@@ -132,6 +133,16 @@ double bench_frames(AppState& app, int W, int H, int n) {
     ImGui::Render();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (f >= 2) total += ms;  // the first two frames settle ImGui's layout
+    if (f == 2 && ms * n > kMaxBenchSeconds * 1000 && n > 1) {  // the third frame tells what n of them take
+      ImGui::DestroyContext();
+      char per[32];
+      std::snprintf(per, sizeof per, "%.3g", ms);
+      throw Error("--bench-frames " + std::to_string(n) + " at " + per + " ms per frame would take " +
+                  std::to_string(static_cast<long long>(ms * n / 1000)) + " s, more than the " +
+                  std::to_string(static_cast<int>(kMaxBenchSeconds)) + " s a frame benchmark may take: use at most " +
+                  std::to_string(std::max(1LL, static_cast<long long>(kMaxBenchSeconds * 1000 / std::max(ms, 1e-3)))) +
+                  " frames for this view");
+    }
   }
   ImGui::DestroyContext();
   return total / n;

@@ -11,13 +11,17 @@
 #include <string>
 
 #include "app.h"
+#include "core/output_file.h"
 
 namespace cplab::viz {
 
 // returns a process exit code; png empty = interactive; a png path that cannot be written throws
-// cplab::Error before anything is drawn, a failed write is exit 2 with the path and the reason
-int run_window(AppState& app, int W, int H, const std::string& png, int frames);
-// mean CPU milliseconds to build one frame (scene + ImGui draw lists), over n frames
+// cplab::Error before anything is drawn; the PNG is staged in out (committed by the caller, with
+// the other outputs of the call), a failed write is exit 2 with the path and the reason
+int run_window(AppState& app, int W, int H, const std::string& png, int frames, OutputSet& out);
+// mean CPU milliseconds to build one frame (scene + ImGui draw lists), over n frames; cplab::Error
+// when the first timed frame shows that n of them would take more than kMaxBenchSeconds
+inline constexpr double kMaxBenchSeconds = 60;
 double bench_frames(AppState& app, int W, int H, int n);
 
 }  // namespace cplab::viz

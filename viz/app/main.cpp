@@ -54,16 +54,21 @@ int main(int argc, char** argv) {
       require(!same_file(L.scene_json, L.out), "--scene-json " + L.scene_json + " is the --out file");
       check_writable(L.scene_json, "--scene-json");
     }
-    const int rc = run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0);
-    if (rc == 0 && L.headless) {  // the picture's words, for a reader or a script (tests/viz_plan_check.py)
+    OutputSet outputs;  // the PNG and --scene-json's file: both written, then committed together
+    const int rc = run_window(app, L.W, L.H, L.out, L.headless ? L.frames : 0, outputs);
+    if (rc != 0) return rc;
+    if (!L.scene_json.empty()) {
+      const std::string text = scene_json(app.last, view_names()[static_cast<size_t>(L.view)]).dump(1) + "\n";
+      outputs.stage(L.scene_json, "--scene-json", [&](std::ostream& out) { out << text; });
+    }
+    outputs.commit();
+    if (L.headless) {
+      std::printf("cplab-viz: wrote %s (%dx%d)\n", L.out.c_str(), L.W, L.H);
+      // the picture's words, for a reader or a script (tests/viz_plan_check.py)
       std::printf("  %s\n", app.last.title.c_str());
       for (const std::string& n : app.last.notes) std::printf("  %s\n", n.c_str());
     }
-    if (rc == 0 && !L.scene_json.empty()) {
-      const std::string text = scene_json(app.last, view_names()[static_cast<size_t>(L.view)]).dump(1) + "\n";
-      write_file_whole(L.scene_json, "--scene-json", [&](std::ostream& out) { out << text; });
-      std::printf("cplab-viz: wrote %s\n", L.scene_json.c_str());
-    }
+    if (!L.scene_json.empty()) std::printf("cplab-viz: wrote %s\n", L.scene_json.c_str());
     return rc;
   });
 }

@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "lesson_mode.h"
+#include "render.h"
 
 namespace cplab::viz {
 
@@ -48,7 +49,8 @@ float lesson_pane(AppState& app, float x, float w) {
   float h = 2 * st.WindowPadding.y + 2 * (line + gap);  // heading, page title
   h += ImGui::CalcTextSize(pg.text.c_str(), nullptr, false, inner).y + gap;
   h += std::max(ImGui::GetFrameHeight(), cmd_h);
-  if (!app.lesson_error.empty()) h += gap + ImGui::CalcTextSize(app.lesson_error.c_str(), nullptr, false, inner).y;
+  if (!app.lesson_error.empty())
+    h += gap + ImGui::CalcTextSize(shown(app.lesson_error, 1000).c_str(), nullptr, false, inner).y;
 
   ImGui::SetNextWindowPos({x, 0});
   ImGui::SetNextWindowSize({w, h});
@@ -77,7 +79,7 @@ float lesson_pane(AppState& app, float x, float w) {
                       "an edit in the controls changes the run, not the text.");
   if (!app.lesson_error.empty()) {
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", app.lesson_error.c_str());
+    ImGui::TextColored({1.0f, 0.45f, 0.45f, 1.0f}, "%s", shown(app.lesson_error, 1000).c_str());
     ImGui::PopTextWrapPos();
   }
   ImGui::End();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app.h"
+#include "render.h"
 
 namespace cplab::viz {
 
@@ -44,7 +45,7 @@ void panel_timeline(AppState& app) {
     help("GPUs per node (press Enter): ranks r / gpus-per-node share a node and its intra link; cp must fill whole nodes.");
     if (ch) app.rebuild_run();
   } else {
-    ImGui::TextWrapped("trace: %s", app.params.trace_file.c_str());
+    ImGui::TextWrapped("trace: %s", shown(app.params.trace_file, 500).c_str());
   }
   ImGui::Separator();
   double end = 0;

@@ -9,6 +9,13 @@ namespace {
 ImU32 col(Rgba c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 }  // namespace
 
+std::string shown(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // not inside a UTF-8 character
+  return text.substr(0, n) + " ... (" + std::to_string(text.size() - n) + " more bytes not shown)";
+}
+
 void draw_scene(const Scene& s, ImDrawList* dl, ImVec2 o) {
   for (const Prim& p : s.prims) {
     const auto& q = p.pts;
@@ -39,7 +46,10 @@ void draw_scene(const Scene& s, ImDrawList* dl, ImVec2 o) {
         break;
       }
       case Prim::Kind::text:
-        dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), p.text.c_str());
+        if (p.text.size() <= kMaxShownTextBytes)
+          dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), p.text.c_str());
+        else
+          dl->AddText({o.x + q[0], o.y + q[1]}, col(p.fill), shown(p.text).c_str());
         break;
       case Prim::Kind::circle:
         if (p.fill.a > 0) dl->AddCircleFilled({o.x + q[0], o.y + q[1]}, q[2], col(p.fill));

@@ -7,9 +7,10 @@
 #include "cli_common.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "layout/layout_index.h"
 #include "layout/thd.h"
-#include "mask_options.h"
 #include "lesson_mode.h"
+#include "mask_options.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -41,7 +42,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   std::string view = "ring", size = "1280x720", mode = to_string(s.mode), layout = "zigzag", cu, phase = "fwd", hcp;
   int step = 0;
   long long seed = 0;
-  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as cplab: the last one wins
+  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // as cplab: a repeated option is refused
   cli.add_flag("--headless", L.headless, "render one view to --out FILE.png and exit (under xvfb-run without a display)");
   cli.add_option("--view", view, "ownership | ring | masks | scheduler | timeline | check")->capture_default_str();
   cli.add_option("--out", L.out, "PNG file (with --headless)");
@@ -50,8 +51,13 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
                  "with --headless: also write what the view drew as data (tiles with their visible pairs, messages, "
                  "tokens; viz/scene/scene_json.h)");
   cli.add_flag("--controls", L.controls, "with --headless: draw the controls pane too");
-  cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")->capture_default_str();
-  cli.add_option("--bench-frames", L.bench, "build N frames without a display and print the mean wall time per frame");
+  app::int_range(cli.add_option("--frames", L.frames, "with --headless: frames rendered before the PNG is taken")
+                     ->capture_default_str(),
+                 1, 1000);
+  app::int_range(cli.add_option("--bench-frames", L.bench,
+                                "build N frames (1..100000) without a display and print the mean wall time\n"
+                                "per frame (refused when they would take more than a minute)"),
+                 1, 100000);
   cli.add_option("--mode", mode, mode_choices())->capture_default_str();
   cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
   cli.add_option("--seq", s.seq, "tokens (unpacked)")->capture_default_str();
@@ -75,8 +81,10 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--dtype", p.dtype, "float | double: the element type, which sets the bytes of every message\n"
                                      "(as in cplab run)")->capture_default_str();
   cli.add_option("--phase", phase, "ring view: fwd | bwd")->capture_default_str();
-  cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str();
-  cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip");
+  app::int_range(cli.add_option("--step", step, "ring view: the step of that phase")->capture_default_str(), 0,
+                 INT32_MAX);
+  app::int_range(cli.add_option("--zoom-from", L.zoom0, "ownership view: first token of the token-level strip (< seq)"),
+                 0, kMaxPackedTokens);
   cli.add_option("--trace", p.trace_file, "timeline view: a trace file from `cplab run --trace` or `cplab-bench cp --trace`\n"
                                           "(its measured times; without it the run is modelled as by cplab plan)");
   // the timeline's model: cplab plan's options, defaults and rules (plan/perf_options.h)
@@ -103,10 +111,19 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   cli.add_option("--cost", p.cost, "scheduler: l2 | overhead")->capture_default_str();
   cli.add_option("--cost-param", p.cost_params, "scheduler: a=..,alpha=..,beta=..,o=..");
   int lesson = 0, page = 1;  // a lesson's page: lesson_mode.h (its arguments, parsed by this function)
-  cli.add_option("--lesson", lesson, "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
-                                         "): its view, run and step beside its explanation, with Previous / Next;\n"
-                                         "only --page and the display options may be given beside it");
-  cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str();
+  CLI::Option* lesson_opt =
+      cli.add_option("--lesson", lesson,
+                     "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
+                         "): its view, run and step beside its explanation, with Previous / Next;\n"
+                         "only --page and the display options may be given beside it");
+  // values an int holds go on to lesson_mode.h's rules (--lesson 16: there are 15 lessons); others stop here
+  const std::string lessons = std::to_string(lesson::viz_lessons().size());
+  size_t most_pages = 0;
+  for (const auto& l : lesson::viz_lessons()) most_pages = std::max(most_pages, l.pages.size());
+  app::int_range(lesson_opt, INT32_MIN, INT32_MAX,
+                 "is not a lesson: there are " + lessons + " lessons (1.." + lessons + ")");
+  app::int_range(cli.add_option("--page", page, "with --lesson: the lesson's page K")->capture_default_str(), INT32_MIN,
+                 INT32_MAX, "is not a page: a lesson has at most " + std::to_string(most_pages) + " pages");
   app::strict_numbers(cli);
   cli.parse(argc, argv);
   if (cli.get_option("--lesson")->count() > 0 || cli.get_option("--page")->count() > 0) return launch_lesson(cli, lesson, page);
@@ -118,7 +135,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   require(phase == "fwd" || phase == "bwd", "--phase " + phase + " is not fwd or bwd");
   require(seed >= 0, "--seed " + std::to_string(seed) + " must be >= 0");
   require(L.frames >= 1 && L.frames <= 1000, "--frames " + std::to_string(L.frames) + " must be in [1, 1000]");
-  require(L.bench >= 0 && L.bench <= 100000, "--bench-frames " + std::to_string(L.bench) + " must be in [0, 100000]");
+  require(L.bench >= 0 && L.bench <= 100000, "--bench-frames " + std::to_string(L.bench) + " must be in [1, 100000]");
   require(L.zoom0 >= 0, "--zoom-from " + std::to_string(L.zoom0) + " must be >= 0");
   require(!L.headless || !L.out.empty(), "--headless needs --out FILE.png");
   require(L.out.empty() || L.headless, "--out needs --headless");
@@ -149,6 +166,10 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   }
   L.run = RunModel::build(p);
   require(view != "timeline" || L.run->why_no_model.empty(), L.run->why_no_model);  // the timeline's model needs it; other views do not
+  if (cli.get_option("--zoom-from")->count() > 0 && !L.run->from_file())
+    require(L.zoom0 < L.run->cp().S(),
+            "--zoom-from " + std::to_string(L.zoom0) + " must be in [0, " + std::to_string(L.run->cp().S() - 1) +
+                "]: the first token of the strip is one of the run's " + std::to_string(L.run->cp().S()) + " tokens");
   const Phase ph = phase == "bwd" ? Phase::bwd : Phase::fwd;
   const auto& st = L.run->steps;
   const auto at = std::find(st.begin(), st.end(), std::make_pair(ph, step));

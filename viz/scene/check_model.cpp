@@ -12,9 +12,17 @@
 namespace cplab::viz {
 
 CheckModel CheckModel::load(const std::string& path) {
+  try {
+    return load_checked(path);
+  } catch (const nlohmann::json::exception& e) {  // a field of a type the checks below did not foresee
+    throw Error(path + ": not a `cplab check --json` report: a field has the wrong type (" + e.what() + ")");
+  }
+}
+
+CheckModel CheckModel::load_checked(const std::string& path) {
   std::error_code ec;
   require(std::filesystem::exists(path, ec), path + ": cannot open the check report");
-  const std::string text = read_text_file(path, "check report", 256LL << 20);
+  const std::string text = read_text_file(path, "check report", kMaxCheckReportBytes);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -29,11 +37,16 @@ CheckModel CheckModel::load(const std::string& path) {
   if (j.contains("outputs_dir") && j["outputs_dir"].is_string()) m.source = "outputs: " + j["outputs_dir"].get<std::string>();
   m.verdict = j["verdict"].get<std::string>();
   if (j.contains("diagnosis") && j["diagnosis"].is_array())
-    for (const auto& h : j["diagnosis"])
-      if (h.is_object() && h.value("explains", false) && h.contains("name") && h["name"].is_string()) {
+    for (size_t i = 0; i < j["diagnosis"].size(); ++i) {
+      const nlohmann::json& h = j["diagnosis"][i];
+      if (!h.is_object() || !h.contains("explains")) continue;
+      require(h["explains"].is_boolean(), path + ": diagnosis[" + std::to_string(i) + "].explains is a JSON " +
+                                              std::string(h["explains"].type_name()) + ", not true or false");
+      if (h["explains"].get<bool>() && h.contains("name") && h["name"].is_string()) {
         m.explained_by = h["name"].get<std::string>();
         break;
       }
+    }
   if (j.contains("where") && j["where"].is_array())
     for (const auto& w : j["where"])
       if (w.is_string()) m.where.push_back(w.get<std::string>());
@@ -48,8 +61,14 @@ CheckModel CheckModel::load(const std::string& path) {
       const bool ok = labels.is_array() && static_cast<int>(labels.size()) > r && labels[static_cast<size_t>(r)].is_array() &&
                       static_cast<int>(labels[static_cast<size_t>(r)].size()) > c && labels[static_cast<size_t>(r)][static_cast<size_t>(c)].is_string();
       m.chunk_labels.back().push_back(ok ? labels[static_cast<size_t>(r)][static_cast<size_t>(c)].get<std::string>() : "");
+      require(m.chunk_labels.back().back().size() <= kMaxCheckLabelBytes,
+              path + ": error_map.chunk_labels[" + std::to_string(r) + "][" + std::to_string(c) + "] is " +
+                  std::to_string(m.chunk_labels.back().back().size()) + " bytes, more than the " +
+                  std::to_string(kMaxCheckLabelBytes) +
+                  " a chunk's label may have (cplab check writes e.g. \"tokens 0-3\")");
     }
   }
+  std::int64_t cells = 0;
   const nlohmann::json& outs = em.value("outputs", nlohmann::json::object());
   require(outs.is_object(), what + " (error_map.outputs is not an object)");
   for (const char* name : {"o", "lse", "dq", "dk", "dv"}) {
@@ -61,6 +80,11 @@ CheckModel CheckModel::load(const std::string& path) {
     out.name = name;
     out.heads = static_cast<int>(json_int(o.value("heads", nlohmann::json()), at + ".heads", 1, 65536));
     out.tolerance = json_real(o.value("tolerance", nlohmann::json()), at + ".tolerance", 0, 1e30);
+    cells += static_cast<std::int64_t>(m.ranks) * m.chunks * out.heads;
+    require(cells <= kMaxCheckCells, path + ": the error map has " + std::to_string(cells) + " cells up to " + name +
+                                         " (ranks x chunks x heads per output, added up), more than the " +
+                                         std::to_string(kMaxCheckCells) +
+                                         " the check view draws in seconds: check fewer heads or ranks at once");
     const nlohmann::json& v = o["values"];
     require(static_cast<int>(v.size()) == m.ranks, at + ".values has " + std::to_string(v.size()) + " ranks, not " + std::to_string(m.ranks));
     for (int r = 0; r < m.ranks; ++r) {

@@ -9,10 +9,19 @@
 // drawing (view_check.cpp).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace cplab::viz {
+
+// The limits of a report the check view draws, refused above with the limit named: a chunk's label
+// (cplab check writes "tokens 0-3"; every cell's text holds it) and the cells of the error map over
+// all its outputs (2^19: a headless picture of that many takes about 4 s and 0.6 GB; at the default
+// size one cell is under a pixel long before)
+inline constexpr size_t kMaxCheckLabelBytes = 200;
+inline constexpr std::int64_t kMaxCheckReportBytes = std::int64_t{64} << 20;  // read and parsed before the counts
+inline constexpr std::int64_t kMaxCheckCells = std::int64_t{1} << 19;
 
 struct CheckModel {
   std::string source;  // "outputs: DIR" (the report's outputs_dir), else the report file
@@ -29,6 +38,9 @@ struct CheckModel {
   };
   std::vector<Output> outputs;
   static CheckModel load(const std::string& path);  // throws cplab::Error
+
+ private:
+  static CheckModel load_checked(const std::string& path);
 };
 
 }  // namespace cplab::viz

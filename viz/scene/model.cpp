@@ -26,13 +26,19 @@ namespace {
 Trace read_trace_file(const std::string& path) {
   std::error_code ec;
   require(std::filesystem::exists(path, ec), path + ": cannot open the trace file");
-  const std::string text = read_text_file(path, "trace file", kMaxTraceFileBytes);
+  const std::string text = read_text_file(path, "trace file", kMaxVizTraceBytes);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not JSON: " + e.what());
   }
+  if (j.is_object() && j.contains("events") && j["events"].is_array())
+    require(j["events"].size() <= static_cast<size_t>(kMaxVizTraceEvents),
+            path + ": " + std::to_string(j["events"].size()) + " events, more than the " +
+                std::to_string(kMaxVizTraceEvents) +
+                " cplab-viz draws in seconds (cp 256 x 1M tokens, p2p, causal, with the backward: 392704; without "
+                "--trace the view is drawn from the run's options)");
   try {
     return Trace::from_json(j);
   } catch (const Error& e) {

@@ -30,6 +30,15 @@
 
 namespace cplab::viz {
 
+// The trace files cplab-viz reads (--trace), refused above with the limit named: at most 128 MB and
+// 2^19 events, what it reads and draws in seconds (every event costs about 1.7 KB of memory and
+// 7-18 us here; 2^20 events took 18 s). The p2p ring at cp 256 x 1M tokens, causal, with the
+// backward (`cplab run --plan-only --cp 256 --seq 1048576 --causal --backward --trace`) is 88 MB of
+// 392,704 events, drawn in about 4 s; a2a at that size (1,044,992 events, 160 MB) is refused: its
+// view is drawn from the run's options instead (without --trace).
+inline constexpr std::int64_t kMaxVizTraceBytes = std::int64_t{128} << 20;
+inline constexpr std::int64_t kMaxVizTraceEvents = std::int64_t{1} << 19;
+
 struct VizParams {
   // the CP run (ownership, ring, masks, timeline), as the options and controls give it. `seq` is the
   // token count of an unpacked run: with cu_seqlens the spec takes their packed total (seq 0)
