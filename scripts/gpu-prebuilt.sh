@@ -8,6 +8,8 @@
 #   bash scripts/gpu-prebuilt.sh use DIR     on the GPU machine (by scripts/gpu-results.sh, when its build
 #                                           failed): unpack into DIR, a build folder ctest runs as if it had
 #                                           been built there
+#   bash scripts/gpu-prebuilt.sh shadow BDIR DIR   a build folder DIR whose ctest runs BDIR's five
+#                                           programs (the rehearsal test)
 #   bash scripts/gpu-prebuilt.sh check       here: unpack into a temporary folder, and check that every
 #                                           program links against nothing but the C library's own and the
 #                                           carried libgomp (ldd), and runs as far as a CPU allows
@@ -26,14 +28,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 archive=$root/.deps/prebuilt.tar.xz
-targets=(cplab_cuda_tests cplab_comm_tests cplab_cp_gpu_tests cplab-comm-check cplab-bench)
-# the programs, relative to the build folder (as the CTestTestfiles name them)
-programs=(tests/cuda/cplab_cuda_tests tests/cuda/cplab_comm_tests tests/cuda/cplab_cp_gpu_tests
-          cuda/comm/cplab-comm-check bench/cplab-bench)
+# shellcheck source=scripts/gpu-targets.sh
+. scripts/gpu-targets.sh  # gpu_targets, gpu_programs
 # what ldd may name besides the carried libgomp: the C library's own parts (the GPU machine has its own)
 allowed_re='^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|ld-linux-x86-64\.so\.2|/lib64/ld-linux-x86-64\.so\.2)$'
 
 die() { echo "gpu-prebuilt: $*" >&2; exit 1; }
+
+# the test files of a build folder: every CTestTestfile.cmake and the files they include (doctest's
+# discovery: without its test list, which names programs not carried, it adds one unlabelled NOT_BUILT
+# test that no GPU step selects)
+test_files() { find "$1" \( -name CTestTestfile.cmake -o -name '*_include-*.cmake' \) "${@:2}"; }
+copy_test_files() { (cd "$1" && test_files . -exec cp --parents {} "$2/" \;); }  # copy_test_files BDIR DEST
+rewrite_paths() { test_files "$1" -print0 | xargs -0 sed -i "$2"; }              # rewrite_paths DIR SED_SCRIPT
+
+# shadow BDIR DIR: a build folder DIR whose ctest runs BDIR's GPU programs (linked, not copied): the
+# rehearsal test (tests/cuda/gpu_results_rehearsal.sh), whose inner ctest must not write BDIR/Testing
+shadow() {
+  local bdir dir p
+  bdir=$(cd "$1" && pwd)
+  mkdir -p "$2" && dir=$(cd "$2" && pwd)
+  copy_test_files "$bdir" "$dir"
+  rewrite_paths "$dir" "s|$bdir|$dir|g"
+  for p in "${gpu_programs[@]}"; do mkdir -p "$dir/$(dirname "$p")" && ln -sfn "$bdir/$p" "$dir/$p"; done
+}
 
 make_archive() {
   local bdir=$root/build-prebuilt stage commit
@@ -50,19 +68,17 @@ make_archive() {
     "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc" -DCPLAB_BENCH_COMMIT="${short:-unknown}" >"$root/.deps/prebuilt-configure.log" 2>&1 ||
     { cat "$root/.deps/prebuilt-configure.log" >&2; die "configure failed"; }
   grep -q 'kernel v3 (wgmma + TMA) built for sm_90a' "$root/.deps/prebuilt-configure.log" || die "the configure did not build kernel v3 for sm_90a"
-  echo "gpu-prebuilt: build ${targets[*]}"
-  cmake --build "$bdir" -j "$(nproc)" --target "${targets[@]}"
+  echo "gpu-prebuilt: build ${gpu_targets[*]}"
+  cmake --build "$bdir" -j "$(nproc)" --target "${gpu_targets[@]}"
   stage=$(mktemp -d)
   mkdir -p "$stage/prebuilt/bin" "$stage/prebuilt/lib"
   local p
-  for p in "${programs[@]}"; do
+  for p in "${gpu_programs[@]}"; do
     [ -x "$bdir/$p" ] || die "$bdir/$p was not built"
     mkdir -p "$stage/prebuilt/bin/$(dirname "$p")"
     strip -o "$stage/prebuilt/bin/$p" "$bdir/$p"
   done
-  # the CTestTestfiles and the files they include (doctest's discovery: without its test list, which
-  # names programs not carried, it adds one unlabelled NOT_BUILT test that no GPU step selects)
-  (cd "$bdir" && find . \( -name CTestTestfile.cmake -o -name '*_include-*.cmake' \) -exec cp --parents {} "$stage/prebuilt/bin/" \;)
+  copy_test_files "$bdir" "$stage/prebuilt/bin"
   cp -L "$(g++ -print-file-name=libgomp.so.1)" "$stage/prebuilt/lib/libgomp.so.1"
   {
     echo "source=$root"
@@ -96,7 +112,7 @@ unpack() {
   cp "$tmp/prebuilt/ORIGIN" "$dir/prebuilt-ORIGIN"
   rm -rf "$tmp"
   # the build folder first (it lies inside the source folder), then the source folder
-  find "$dir" \( -name CTestTestfile.cmake -o -name '*_include-*.cmake' \) -print0 | xargs -0 sed -i "s|$bld|$dir|g; s|$src/|$root/|g"
+  rewrite_paths "$dir" "s|$bld|$dir|g; s|$src/|$root/|g"
   echo "$dir"
 }
 
@@ -105,7 +121,7 @@ check_archive() {
   dir=$(mktemp -d)/build
   unpack "$dir" >/dev/null
   echo "gpu-prebuilt: checking the unpacked programs in $dir ($(sed -n 's/^built=//p' "$dir/prebuilt-ORIGIN"))"
-  for p in "${programs[@]}"; do
+  for p in "${gpu_programs[@]}"; do
     out=$(LD_LIBRARY_PATH=$dir/prebuilt-lib ldd "$dir/$p") || { echo "  $p: ldd failed"; rc=1; continue; }
     while read -r lib _ path _; do
       [ -n "$lib" ] || continue
@@ -132,14 +148,8 @@ check_archive() {
   if [ "$brc" = 0 ] || [ "$brc" = 77 ]; then echo "  bench/cplab-bench attention (baseline from CPLAB_BENCH_DIR): exit $brc"
   else echo "  bench/cplab-bench attention: exit $brc (expected 0, or 77 without a GPU)"; rc=1; fi
   # the GPU steps' selection in the unpacked folder: every test's program is there
-  # shellcheck disable=SC2016  # the Python is single-quoted
-  ctest --test-dir "$dir" -L cuda -LE host --show-only=json-v1 | python3 -c '
-import json, os, sys
-tests = json.load(sys.stdin)["tests"]
-missing = [t["name"] for t in tests if not os.path.isfile((t.get("command") or ["?"])[0])]
-print(f"  ctest -L cuda -LE host in the unpacked folder: {len(tests)} tests, every program there" if not missing
-      else f"  ctest -L cuda -LE host: {len(tests)} tests; no program for {missing}")
-sys.exit(1 if missing or len(tests) < 10 else 0)' || { echo "  the GPU steps would not find their tests"; rc=1; }
+  python3 scripts/gpu_results_ctest.py programs "$dir" -L cuda -LE host | sed 's/^/  /' ||
+    { echo "  the GPU steps would not find their tests"; rc=1; }
   rm -rf "$(dirname "$dir")"
   [ "$rc" = 0 ] || die "the prebuilt archive failed its check"
   echo "gpu-prebuilt: check passed"
@@ -149,6 +159,7 @@ case "${1:-}" in
   make) make_archive ;;
   use) [ $# = 2 ] || die "usage: gpu-prebuilt.sh use BUILD_DIR"; unpack "$2" ;;
   check) check_archive ;;
-  -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' ;;
+  shadow) [ $# = 3 ] || die "usage: gpu-prebuilt.sh shadow BUILD_DIR DIR"; shadow "$2" "$3" ;;
+  -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "gpu-prebuilt: expected make, use DIR or check (got '${1:-}')" >&2; exit 2 ;;
 esac

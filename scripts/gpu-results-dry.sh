@@ -38,13 +38,11 @@ echo
 echo "## Call 1: \`bash scripts/gpu-results.sh\` ($call1_limit s; device timeout_s 420)"
 echo
 plan_call1
-call1_sum=$plan_sum
 show_plan "Call 1's steps" "$fit" 1
 echo "## Call 2: \`bash scripts/gpu-results.sh diagnose\`, the recipe call 1 prints ($diagnose_limit s; timeout_s $((diagnose_limit + 30)))"
 echo
 name=gpu-results-diagnose
 plan_diagnose
-call2_sum=$plan_sum
 show_plan "When nothing failed" "$dfit" 1
 plan_diagnose ctest_v3 cp_p2p_v3_fwd
 show_plan "Example: \`--failed ctest_v3,cp_p2p_v3_fwd\` on the warm machine (its build folder and state kept)" "$dfit" 1
@@ -130,19 +128,7 @@ else
   echo
   for sel in gpu_sel v3_sel; do
     declare -n a=$sel
-    # shellcheck disable=SC2016  # the Python is single-quoted
-    ctest --test-dir "$mdir" "${a[@]}" --show-only=json-v1 | python3 -c '
-import json, os, sys
-rc = 0
-for t in json.load(sys.stdin)["tests"]:
-    cmd = t.get("command") or ["?"]
-    # the programs: the command, the -DEXE= of expect_exit.cmake, any path in the build dir (for mpiexec)
-    progs = [cmd[0]] + [a[6:] for a in cmd if a.startswith("-DEXE=")]
-    progs += [a for a in cmd[1:] if a.startswith(sys.argv[2] + "/") and not a.endswith((".json", ".cmake"))]
-    ok = all(os.path.isfile(p) for p in progs)
-    name, prog, state = t["name"], ", ".join(os.path.basename(p) for p in progs), "built" if ok else "NOT BUILT"
-    print(f"- {sys.argv[1]}: `{name}` runs `{prog}`: {state}")
-    rc |= not ok
-sys.exit(rc)' "$sel" "$mdir" || { echo "**a selected test has no built program**"; rc=1; }
+    python3 scripts/gpu_results_ctest.py programs "$mdir" "${a[@]}" | sed "s/^/- $sel: /" ||
+      { echo "**a selected test has no built program**"; rc=1; }
   done
 fi

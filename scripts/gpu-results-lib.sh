@@ -184,8 +184,7 @@ run_step() {
     kill -KILL -- "-$child" 2>/dev/null
   fi
   # a ctest step whose every test was skipped (no GPU) is SKIPPED, not PASS
-  if [ "$kind" = ctest ] && [ "$rc" = 0 ] && ! grep -qE '^ *[0-9]+/[0-9]+ Test +#.* Passed( |$)' "$log" &&
-    grep -qE '^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )Skipped( |$)' "$log"; then
+  if [ "$kind" = ctest ] && [ "$rc" = 0 ] && [ "$(ctest_count "$log" Passed)" = 0 ] && [ "$(ctest_count "$log" Skipped)" != 0 ]; then
     rc=77
   fi
   child="" current="(none)" current_log="" last_rc=$rc
@@ -232,16 +231,16 @@ summarize_configure() {
   grep -E '^-- cplab|CMake (Warning|Error)|The CUDA compiler identification' "$1" | head -20 >>"$results"
   md '```'
 }
+# ctest_count LOG STATUS: how many of a ctest log's result lines end in STATUS (Passed, Skipped, Failed...)
+ctest_count() { grep -cE "^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )$2( |$)" "$1"; }
 summarize_ctest() {
   local log=$1 key=$2 count k
   cp "$bdir/Testing/Temporary/LastTest.log" "$work/${key}_LastTest.log" 2>/dev/null
   count=""
-  for k in Passed Skipped Failed Timeout "Not Run"; do
-    count="$count$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )$k( |$)" "$log") $k, "
-  done
+  for k in Passed Skipped Failed Timeout "Not Run"; do count="$count$(ctest_count "$log" "$k") $k, "; done
   md "" "Tests: ${count%, } (Skipped: exit 77, no GPU, or kernel v3 refused on a GPU that is not CC 9.0)"
-  ctest_passed[$key]=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.* Passed( |$)" "$log")
-  ctest_skipped[$key]=$(grep -cE "^ *[0-9]+/[0-9]+ Test +#.*(\*\*\*| )Skipped( |$)" "$log")
+  ctest_passed[$key]=$(ctest_count "$log" Passed)
+  ctest_skipped[$key]=$(ctest_count "$log" Skipped)
   md "" '```'
   grep -E '^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed|The following tests|^[[:space:]]+[0-9]+ - |Total Test time' "$log" >>"$results"
   md '```'

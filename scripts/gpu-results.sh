@@ -90,12 +90,11 @@ name=gpu-results-$phase
 # git-ignored: stays on a warm machine for the diagnose call (call 1 writes it)
 state=${CPLAB_GPU_STATE:-$root/out/gpu-results.state}
 
-# The five programs the GPU steps run; the GPU tests are ctest -L cuda without those labelled host
-# (tests/cuda/CMakeLists.txt: they need no GPU and CI runs them); `--dry-run --measure-build` checks
-# every selected test's program is among them.
-gpu_targets=(cplab_cuda_tests cplab_comm_tests cplab_cp_gpu_tests cplab-comm-check cplab-bench)
-gpu_programs=(tests/cuda/cplab_cuda_tests tests/cuda/cplab_comm_tests tests/cuda/cplab_cp_gpu_tests
-              cuda/comm/cplab-comm-check bench/cplab-bench)
+# The five programs the GPU steps run (gpu_targets, gpu_programs); the GPU tests are ctest -L cuda without
+# those labelled host (tests/cuda/CMakeLists.txt: they need no GPU and CI runs them); `--dry-run
+# --measure-build` checks every selected test's program is among them.
+# shellcheck source=scripts/gpu-targets.sh
+. "$root/scripts/gpu-targets.sh"
 gpu_sel=(-L cuda -LE host -E '_v3$')   # the GPU tests but v3's
 v3_sel=(-L cuda -LE host -R '_v3$')    # v3's, each its own process
 

@@ -7,10 +7,15 @@
   gpu_results_ctest.py command BDIR TEST   the test's command as ctest would run it (its ENVIRONMENT first,
                                            as `env K=V ...`), one argument per line, read from
                                            `ctest --show-only=json-v1`
+  gpu_results_ctest.py programs BDIR ARGS  each test that `ctest ARGS` selects in BDIR and the programs it
+                                           runs (its command, expect_exit.cmake's -DEXE=, a build-folder
+                                           path in its arguments, as for mpiexec), built or NOT BUILT;
+                                           exit 1 when one is missing or nothing is selected
 
 What it is not: a test runner (ctest runs the tests; this reads its output and its test list).
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -48,10 +53,27 @@ def failures(log: str) -> list[tuple[str, str]]:
     return [(t, first_case.get(t, "")) for t in failed]
 
 
-def command(bdir: str, test: str) -> list[str]:
-    out = subprocess.run(["ctest", "--test-dir", bdir, "-R", "^" + re.escape(test) + "$", "--show-only=json-v1"],
+def selected(bdir: str, args: list[str]) -> list[dict]:
+    out = subprocess.run(["ctest", "--test-dir", bdir, *args, "--show-only=json-v1"],
                          check=True, capture_output=True, text=True).stdout
-    tests = [t for t in json.loads(out)["tests"] if t["name"] == test]
+    return json.loads(out)["tests"]
+
+
+def programs(bdir: str, args: list[str]) -> int:
+    tests, missing = selected(bdir, args), 0
+    for t in tests:
+        cmd = t.get("command") or ["?"]
+        progs = [cmd[0]] + [a[6:] for a in cmd if a.startswith("-DEXE=")]
+        progs += [a for a in cmd[1:] if a.startswith(bdir.rstrip("/") + "/") and not a.endswith((".json", ".cmake"))]
+        ok = all(os.path.isfile(p) for p in progs)
+        missing += not ok
+        print(f"`{t['name']}` runs `{', '.join(os.path.basename(p) for p in progs)}`: {'built' if ok else 'NOT BUILT'}")
+    print(f"{len(tests)} tests selected, {missing} with a program missing")
+    return 1 if missing or not tests else 0
+
+
+def command(bdir: str, test: str) -> list[str]:
+    tests = [t for t in selected(bdir, ["-R", "^" + re.escape(test) + "$"]) if t["name"] == test]
     if not tests:
         raise SystemExit(f"gpu_results_ctest: no test named {test} in {bdir}")
     t = tests[0]
@@ -71,7 +93,9 @@ def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "command":
         print("\n".join(command(sys.argv[2], sys.argv[3])))
         return 0
-    print("usage: gpu_results_ctest.py failures LOG | command BDIR TEST", file=sys.stderr)
+    if len(sys.argv) >= 3 and sys.argv[1] == "programs":
+        return programs(sys.argv[2], sys.argv[3:])
+    print("usage: gpu_results_ctest.py failures LOG | command BDIR TEST | programs BDIR CTEST_ARGS...", file=sys.stderr)
     return 2
 
 

@@ -7,8 +7,8 @@
 # (every step, the summary, call 2's recipe), steps.log, the tarball and the state file; call 2 then
 # reruns a failed benchmark with CUDA_LAUNCH_BLOCKING=1 and points compute-sanitizer at its smoke test
 # (or says compute-sanitizer is missing, naming the command), and reruns call 1's failed test by name.
-# The programs run from a shadow build folder (the CTestTestfiles copied, the programs linked) so
-# that the inner ctest does not write into BUILD_DIR/Testing while the outer ctest runs.
+# The programs run from a shadow build folder (scripts/gpu-prebuilt.sh shadow: the CTestTestfiles copied,
+# the programs linked) so that the inner ctest does not write into BUILD_DIR/Testing while the outer ctest runs.
 # What it is not: a GPU run. With a GPU here it reports skipped (exit 77): run scripts/gpu-results.sh.
 set -u -o pipefail
 src=$1 bdir=$(cd "$2" && pwd)
@@ -26,15 +26,9 @@ check() {  # check WHAT COMMAND...
 }
 has() { grep -qF -- "$2" "$1"; }
 
-# the shadow build folder
+# the shadow build folder: the test files copied, the five programs linked (scripts/gpu-prebuilt.sh)
 shadow=$tmp/b
-mkdir -p "$shadow"
-(cd "$bdir" && find . \( -name CTestTestfile.cmake -o -name '*_include-*.cmake' \) -exec cp --parents {} "$shadow/" \;)
-find "$shadow" -type f -print0 | xargs -0 sed -i "s|$bdir|$shadow|g"
-for p in tests/cuda/cplab_cuda_tests tests/cuda/cplab_comm_tests tests/cuda/cplab_cp_gpu_tests cuda/comm/cplab-comm-check \
-         bench/cplab-bench; do
-  mkdir -p "$shadow/$(dirname "$p")" && ln -s "$bdir/$p" "$shadow/$p"
-done
+bash "$src/scripts/gpu-prebuilt.sh" shadow "$bdir" "$shadow" || { echo "gpu_results_rehearsal: no shadow folder"; exit 1; }
 
 export CPLAB_GPU_SKIP_BUILD=1 CPLAB_GPU_BUILD_DIR=$shadow CPLAB_GPU_STATE=$tmp/state
 bash "$src/scripts/gpu-results.sh" "$tmp/c1" >"$tmp/c1.out" 2>&1
