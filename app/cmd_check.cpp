@@ -8,6 +8,7 @@
 // size also given must agree, and --cu-seqlens must pack exactly the files' tokens); the run's
 // limits (memory, CPU work) are checked before any data is read. The check itself, its report and
 // JSON are reference/check/check.h's.
+// With --kv-cache the check is an inference step's (cmd_check_infer.h).
 // Exit status: 0 equivalent, 1 not equivalent (the diagnosis printed), 2 bad input.
 // What it is not: the comparison or the diagnosis (reference/check/).
 #include <filesystem>
@@ -16,10 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "check/check.h"
+#include "cmd_check_infer.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/util.h"
 #include "cp_options.h"
+#include "infer_options.h"
 #include "core/output_file.h"
 #include "run_files.h"
 #include "viz_render.h"
@@ -30,6 +33,7 @@ namespace {
 
 struct CheckCmdOptions {
   CpOptions cp;
+  InferOptions infer;  // --kv-cache: an inference step's outputs (cmd_check_infer.cpp)
   std::string inputs, outputs, png;
   double tolerance = 0;
   bool json = false, allow_long = false;
@@ -37,6 +41,11 @@ struct CheckCmdOptions {
 };
 
 int check_action(CheckCmdOptions& o) {
+  if (infer_wanted(o.cp, o.infer)) {
+    CheckInferArgs a{o.cp, o.infer, o.inputs, o.outputs, o.png, {}, o.json, o.allow_long};
+    if (o.tolerance_opt->count() > 0) a.tolerance = o.tolerance;
+    return check_infer_action(a);
+  }
   CpFields f = cp_fields(o.cp);
   require(!o.inputs.empty(), "--inputs needs a value, got an empty string");
   require(!o.outputs.empty(), "--outputs needs a value, got an empty string");
@@ -129,8 +138,14 @@ void setup_check(CLI::App& app, int& status) {
       "rows / keys per rank chunk. Errors that fit only float32's or bfloat16's tolerance read\n"
       "'equivalent within float32's tolerance only' (a float32 or bf16 computation or merge).\n"
       "First line: equivalent | NOT equivalent: <fault> | NOT equivalent: no known fault explains it.\n"
+      "With --kv-cache P (an inference step, docs/inference.md): q.npy (T, heads, head-dim) the new tokens,\n"
+      "k.npy and v.npy (P+T, kv-heads, dim) per request the cache then the new tokens; o.npy (T, heads,\n"
+      "v-head-dim) and lse.npy (heads, T); faults named: positions from 0 or off by one, partials summed or\n"
+      "averaged without LSE weights, a rank's cache shard missing, new KV not appended, partials returned\n"
+      "to the wrong owner.\n"
       "Exit status: 0 equivalent, 1 not equivalent, 2 bad input.");
   add_cp_options(sub, o->cp);  // --mode ... --scale, exactly as cplab run (cp_options.h)
+  add_infer_options(sub, o->infer);  // --kv-cache, --cache-layout (infer_options.h)
   sub->add_option("--inputs", o->inputs, "folder with q.npy, k.npy, v.npy and optionally do.npy (global order)")->required();
   sub->add_option("--outputs", o->outputs, "folder with the outputs to check: o.npy [lse.npy dq.npy dk.npy dv.npy],\n"
                                            "or rank0/ ... rank{cp-1}/ holding them in each rank's local order")->required();

@@ -6,7 +6,7 @@
 // it succeeded, so a failed run leaves every existing output as it was) are run_files.h's.
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing. The mask options (--window, --chunk, --sinks, --sink-logits)
-// are mask_options.h's.
+// are mask_options.h's. With --kv-cache the run is an inference step instead (cmd_run_infer.h).
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <algorithm>
 #include <cctype>
@@ -19,7 +19,9 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "cmd_run_infer.h"
 #include "cp_options.h"
+#include "infer_options.h"
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "run_files.h"
@@ -32,6 +34,7 @@ namespace {
 
 struct RunOptions {
   CpOptions cp;   // the CP layer as given (cp_options.h; modes/cp_spec.h validates it once)
+  InferOptions infer;  // --kv-cache, --cache-layout: an inference step (infer_options.h, cmd_run_infer.cpp)
   RunSpec spec;   // the harness (dtype, backward, allow_long); spec.cp is built from `cp`
   RunFiles files;  // --q --k --v --do --out-dir --trace --chrome-trace (run_files.h)
   bool json = false, plan_only = false;
@@ -140,12 +143,16 @@ int plan_action(const RunOptions& o) {
 
 int run_action(RunOptions& o) {
   RunSpec& s = o.spec;
-  CpFields f = cp_fields(o.cp);  // mode, layout, merge, --hcp, --cu-seqlens and --seq (cp_options.h)
   require(o.seed >= 0, "seed " + std::to_string(o.seed) + " must be >= 0");
   s.seed = static_cast<std::uint64_t>(o.seed);
   for (const char* name : {"out-dir", "trace", "chrome-trace"})
     require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
             std::string("--") + name + " needs a value, got an empty string");
+  if (infer_wanted(o.cp, o.infer)) {  // --kv-cache: an inference step (cmd_run_infer.cpp)
+    InferRunArgs a{o.cp, o.infer, o.files, s.dtype, s.seed, s.backward, s.allow_long, o.json, o.plan_only};
+    return run_infer_action(a);
+  }
+  CpFields f = cp_fields(o.cp);  // mode, layout, merge, --hcp, --cu-seqlens and --seq (cp_options.h)
   if (o.plan_only) {
     s.cp = CpSpec(f);
     return plan_action(o);
@@ -229,6 +236,7 @@ void setup_run(CLI::App& app, int& status) {
              "max/min work ratio, bytes and messages sent per rank. Error = max|x - ref| / max|ref|.");
   RunSpec& s = o->spec;
   add_cp_options(sub, o->cp);  // --mode ... --scale, shared with cplab check (cp_options.h)
+  add_infer_options(sub, o->infer);  // --kv-cache, --cache-layout (infer_options.h)
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();

@@ -16,17 +16,19 @@ void add_cp_options(CLI::App* sub, CpOptions& o) {
   auto reg = [&](const std::string& name, CLI::Option* opt) { o.options[name] = opt; };
   reg("mode", sub->add_option("--mode", o.mode,
                               "CP mode: p2p (ring), allgather (all-gather KV, Llama 3), a2a (Ulysses all-to-all),\n"
-                              "a2a+p2p (hierarchical: needs --hcp)")->capture_default_str());
+                              "a2a+p2p (hierarchical: needs --hcp); with --kv-cache (inference): p2p (pass-KV),\n"
+                              "pass-q, decode-pass-q, decode-ag")->capture_default_str());
   reg("hcp", sub->add_option("--hcp", o.hcp, "a2a+p2p sizes ICP,OCP: inner all-to-all groups of ICP adjacent ranks,\n"
                                              "outer rings of OCP ranks strided by ICP; ICP x OCP = cp"));
   reg("cu-seqlens", sub->add_option("--cu-seqlens", o.cu, "packed sequences (THD): cumulative real lengths, e.g. 0,12,36,42\n"
-                                                          "(--seq is then their total)"));
+                                                          "(--seq is then their total); with --kv-cache: of the requests' NEW tokens"));
   reg("pad", sub->add_flag("--pad", f.pad, "pad every packed sequence at its end to a multiple of 2*cp (zigzag) or cp;\n"
                                            "padding tokens get O = 0 and zero gradients"));
   reg("replicate-kv", sub->add_flag("--replicate-kv", f.replicate_kv, "a2a, a2a+p2p: repeat each KV head when kv-heads is not divisible\n"
                                                                       "by the all-to-all size (costs memory and bytes)"));
   reg("cp", sub->add_option("--cp", f.cp, "number of CP ranks (simulated in this process)")->capture_default_str());
-  reg("seq", sub->add_option("--seq", o.seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp)")->capture_default_str());
+  reg("seq", sub->add_option("--seq", o.seq, "global sequence length (zigzag: multiple of 2*cp; others: of cp);\n"
+                                                 "with --kv-cache: T, the new tokens (any T >= 1)")->capture_default_str());
   reg("heads", sub->add_option("--heads", f.heads, "query heads")->capture_default_str());
   reg("kv-heads", sub->add_option("--kv-heads", f.kv_heads, "key/value heads (must divide heads: GQA/MQA)")->capture_default_str());
   reg("head-dim", sub->add_option("--head-dim", f.head_dim, "Q/K head dim")->capture_default_str());

@@ -525,6 +525,76 @@ if VIZ:
          needle="524289 events, more than the 524288 cplab-viz draws in seconds", **viz)
     case("viz_check_cells_limit", bench + [report("r_cells.json", r)], needle="more than the 524288 the check view draws", **viz)
 
+# ---- issue 37: inference (--kv-cache): every rule named, exit 2, nothing written ------------------------
+inf = ["run", "--cp", "2", "--heads", "2", "--kv-heads", "1", "--head-dim", "8", "--seq", "5"]
+NOT_MADE = path("infer_not_made")
+
+
+def infer_case(name, argv, needle, out=True):
+    """a bad inference command line: exit 2 naming the rule, and its --out-dir never created"""
+    case(name, argv + (["--out-dir", NOT_MADE] if out else []), needle=needle)
+    if os.path.exists(NOT_MADE):
+        failures.append(f"[{name}] wrote {NOT_MADE}")
+
+
+infer_case("kv_cache_negative", [*inf, "--kv-cache", "-3"], needle="-3")
+infer_case("kv_cache_list_length", [*inf, "--kv-cache", "4,5"], needle="4,5")
+infer_case("kv_cache_list_length_packed", [*inf[:-2], "--cu-seqlens", "0,2,5", "--kv-cache", "1,2,3"], needle="1,2,3")
+infer_case("kv_cache_empty", [*inf, "--kv-cache", ""], needle="--kv-cache needs a value")
+infer_case("kv_cache_backward", [*inf, "--kv-cache", "8", "--backward"],
+           needle="--backward cannot go with --kv-cache: an inference step has no backward")
+for m in ("allgather", "a2a", "a2a+p2p"):
+    infer_case(f"kv_cache_training_mode_{m}", [*inf, "--kv-cache", "8", "--mode", m],
+               needle=f"--mode {m} is a training mode and cannot take a KV cache (--kv-cache)")
+infer_case("kv_cache_unknown_mode", [*inf, "--kv-cache", "8", "--mode", "pass-kv"], needle="pass-kv")
+infer_case("kv_cache_merge_fold", [*inf, "--kv-cache", "8", "--merge", "fold"], needle="--merge fold cannot go with --kv-cache")
+infer_case("kv_cache_hcp", [*inf, "--kv-cache", "8", "--hcp", "1,2"], needle="--hcp is for --mode a2a+p2p (training); it cannot go with --kv-cache")
+infer_case("kv_cache_replicate_kv", [*inf, "--kv-cache", "8", "--replicate-kv"], needle="--replicate-kv is for the all-to-all of a2a")
+infer_case("kv_cache_pad", [*inf[:-2], "--cu-seqlens", "0,2,5", "--kv-cache", "8", "--pad"], needle="--pad cannot go with --kv-cache")
+for m in ("pass-q", "decode-pass-q", "decode-ag"):
+    infer_case(f"infer_mode_without_kv_cache_{m}", [*inf, "--mode", m],
+               needle=f"--mode {m} is an inference mode: give --kv-cache P (0 for a full prefill)")
+infer_case("cache_layout_without_kv_cache", [*inf, "--cache-layout", "interleaved"], needle="--cache-layout is for an inference step")
+infer_case("cache_layout_unknown", [*inf, "--kv-cache", "8", "--cache-layout", "striped"], needle="striped")
+infer_case("decode_with_layout", [*inf, "--kv-cache", "8", "--mode", "decode-ag", "--layout", "zigzag"],
+           needle="--layout cannot go with --mode decode-ag: the decode variants place the new tokens round-robin")
+infer_case("kv_cache_seq_disagrees", [*inf, "--cu-seqlens", "0,2,7", "--kv-cache", "8"], needle="--seq 5 disagrees with the 7 new tokens")
+infer_case("kv_cache_do", [*inf, "--kv-cache", "8", "--do", path("none.npy")], needle="--do cannot go with --kv-cache")
+# .npy inputs whose shapes disagree: the expected shapes named
+ID = path("infer_npy")
+os.makedirs(ID, exist_ok=True)
+np.save(os.path.join(ID, "q.npy"), rng.uniform(-1, 1, (5, 2, 8)))
+np.save(os.path.join(ID, "k.npy"), rng.uniform(-1, 1, (5, 1, 8)))  # the new tokens only: the cache is missing
+np.save(os.path.join(ID, "v.npy"), rng.uniform(-1, 1, (13, 1, 8)))
+np.save(os.path.join(ID, "k13.npy"), rng.uniform(-1, 1, (13, 1, 8)))
+np.save(os.path.join(ID, "k_heads.npy"), rng.uniform(-1, 1, (13, 3, 8)))
+npy = ["run", "--cp", "2", "--kv-cache", "8", "--q", os.path.join(ID, "q.npy"), "--v", os.path.join(ID, "v.npy")]
+infer_case("infer_npy_k_rows", [*npy, "--k", os.path.join(ID, "k.npy")], needle="K holds 5 tokens but the step has P + T = 13")
+infer_case("infer_npy_k_rows_shapes", [*npy, "--k", os.path.join(ID, "k.npy")], needle="q (5, 2, 8)")
+infer_case("infer_npy_q_vs_seq", [*npy, "--k", os.path.join(ID, "k13.npy"), "--seq", "4"], needle="Q holds 5 new tokens but the step has T = 4")
+infer_case("infer_npy_kv_heads", [*npy, "--k", os.path.join(ID, "k_heads.npy")], needle="heads")
+case("infer_npy_ok", [*npy, "--k", os.path.join(ID, "k13.npy"), "--mode", "pass-q"], rc=0)
+# cplab check --kv-cache: its files' rules
+CO37 = path("infer_check_out")
+os.makedirs(CO37, exist_ok=True)
+np.save(os.path.join(CO37, "o.npy"), rng.uniform(-1, 1, (5, 2, 8)))
+IC = path("infer_check_in")
+os.makedirs(IC, exist_ok=True)
+for n, shape in (("q", (5, 2, 8)), ("k", (13, 1, 8)), ("v", (13, 1, 8))):
+    np.save(os.path.join(IC, n + ".npy"), rng.uniform(-1, 1, shape))
+chk37 = ["check", "--cp", "2", "--causal", "--mode", "pass-q", "--kv-cache", "8", "--inputs", IC, "--outputs", CO37]
+case("infer_check_kv_rows", ["check", "--cp", "2", "--causal", "--kv-cache", "9", "--inputs", IC, "--outputs", CO37],
+     needle="k.npy: has shape (13, 1, 8) but the spec needs (14, 1, 8)")
+np.save(os.path.join(IC, "do.npy"), rng.uniform(-1, 1, (5, 2, 8)))
+case("infer_check_do", chk37, needle="do.npy exists but an inference step (--kv-cache) has no backward")
+os.remove(os.path.join(IC, "do.npy"))
+np.save(os.path.join(CO37, "lse.npy"), rng.uniform(-1, 1, (5, 2)))
+case("infer_check_lse_shape", chk37, needle="lse.npy: has shape (5, 2) but the spec needs (2, 5)")
+os.remove(os.path.join(CO37, "lse.npy"))
+case("infer_check_pass_q_without_kv_cache", ["check", "--mode", "pass-q", "--inputs", IC, "--outputs", CO37],
+     needle="--mode pass-q is an inference mode: give --kv-cache P")
+case("infer_check_runs", chk37, rc=1)  # random O: not equivalent, but a check was made
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

@@ -25,23 +25,26 @@ double worst_ratio(const HypothesisResult& r, const CheckLevel& L) {
   return m;
 }
 
+}  // namespace
+
 // "no fault": the reference itself, at the tightest level its errors fit
-HypothesisResult no_fault(const CheckContext& c) {
+HypothesisResult no_fault_hypothesis(const std::array<ClaimedTensor, kCheckTensors>& out,
+                                     const std::array<double, kCheckTensors>& base_err, const std::vector<CheckLevel>& levels) {
   HypothesisResult r;
   r.id = "none", r.priority = 100, r.method = "the reference itself";
   for (CheckTensor t : kAllCheckTensors) {
     r.kind[idx(t)] = PredKind::reference;
-    r.err[idx(t)] = c.base_err[idx(t)];
-    r.fault[idx(t)] = c.present(t) ? 0 : std::numeric_limits<double>::quiet_NaN();
+    r.err[idx(t)] = base_err[idx(t)];
+    r.fault[idx(t)] = out[idx(t)].present ? 0 : std::numeric_limits<double>::quiet_NaN();
   }
-  for (size_t L = 0; L < c.levels.size() && r.level < 0; ++L) {
+  for (size_t L = 0; L < levels.size() && r.level < 0; ++L) {
     bool fits = true;
     for (CheckTensor t : kAllCheckTensors)
-      fits = fits && (std::isnan(r.err[idx(t)]) || r.err[idx(t)] <= c.levels[L].tol[idx(t)]);
+      fits = fits && (std::isnan(r.err[idx(t)]) || r.err[idx(t)] <= levels[L].tol[idx(t)]);
     if (fits) r.level = static_cast<int>(L);
   }
   if (r.level > 0) {
-    const std::string& d = c.levels[sz(r.level)].name;
+    const std::string& d = levels[sz(r.level)].name;
     r.name = "equivalent within " + d + "'s tolerance only: errors of a " + d +
              " computation or merge, above the tolerance of the dtype the outputs are saved in";
   } else {
@@ -49,6 +52,33 @@ HypothesisResult no_fault(const CheckContext& c) {
   }
   return r;
 }
+
+void rank_hypotheses(std::vector<HypothesisResult>& results, const std::vector<CheckLevel>& levels) {
+  std::stable_sort(results.begin(), results.end(), [&](const HypothesisResult& a, const HypothesisResult& b) {
+    if ((a.level >= 0) != (b.level >= 0)) return a.level >= 0;
+    if (a.level < 0) return a.priority < b.priority;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.unchecked() != b.unchecked()) return a.unchecked() < b.unchecked();
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return worst_ratio(a, levels[sz(a.level)]) < worst_ratio(b, levels[sz(b.level)]);
+  });
+}
+
+std::string check_verdict(const CheckReport& rep) {
+  const HypothesisResult& best = rep.hypotheses.front();
+  if (rep.outputs_equivalent && !rep.dsinks.ok())  // O ... dV right, d s_h not
+    return "NOT equivalent: " + (rep.dsinks.fault.empty() ? "d s_h (" + rep.dsinks.source + ") wrong, and no known fault explains it"
+                                                           : rep.dsinks.fault);
+  if (rep.outputs_equivalent) return "equivalent";
+  if (best.level < 0) return "NOT equivalent: no known fault explains it";
+  if (best.id == "none") {
+    const std::string& d = rep.levels[sz(best.level)].name;
+    return "NOT equivalent: equivalent within " + d + "'s tolerance only (errors consistent with a " + d + " computation or merge)";
+  }
+  return "NOT equivalent: " + best.name + (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "");
+}
+
+namespace {
 
 // claimed d s_h against the reference's (dref), and what a wrong one is: the sign, cp times, one rank's rows
 void check_dsinks(const CheckContext& c, const std::vector<double>& dref, const CheckOptions& options, SinkGradCheck& g) {
@@ -147,7 +177,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
 
   // the diagnosis, when the outputs are not equivalent
   t0 = Clock::now();
-  HypothesisResult none = no_fault(c);
+  HypothesisResult none = no_fault_hypothesis(data.out, c.base_err, c.levels);
   rep.equivalent = rep.outputs_equivalent = none.level == 0;
   if (!rep.equivalent) {
     c.rows = c.keys = sample_tokens(spec, c.chunks, std::max<index_t>(2, options.samples_per_chunk));
@@ -157,36 +187,14 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     sink_hypotheses(c);
   }
   c.results.push_back(none);
-  std::stable_sort(c.results.begin(), c.results.end(), [&](const HypothesisResult& a, const HypothesisResult& b) {
-    if ((a.level >= 0) != (b.level >= 0)) return a.level >= 0;
-    if (a.level < 0) return a.priority < b.priority;
-    if (a.level != b.level) return a.level < b.level;
-    if (a.unchecked() != b.unchecked()) return a.unchecked() < b.unchecked();
-    if (a.priority != b.priority) return a.priority < b.priority;
-    return worst_ratio(a, c.levels[sz(a.level)]) < worst_ratio(b, c.levels[sz(b.level)]);
-  });
+  rank_hypotheses(c.results, c.levels);
   rep.hypotheses = std::move(c.results);
   rep.skipped = c.skipped;
   rep.hypotheses_seconds = secs(t0);
   rep.where = where_lines(rep.map, rep.chunks, rep.levels[0].tol);
 
-  const HypothesisResult& best = rep.hypotheses.front();
-  if (rep.equivalent && !rep.dsinks.ok()) {  // O ... dV right, d s_h not
-    rep.equivalent = false;
-    rep.verdict = "NOT equivalent: " + (rep.dsinks.fault.empty() ? "d s_h (" + rep.dsinks.source + ") wrong, and no known fault explains it"
-                                                                  : rep.dsinks.fault);
-  } else if (rep.equivalent) {
-    rep.verdict = "equivalent";
-  } else if (best.level < 0) {
-    rep.verdict = "NOT equivalent: no known fault explains it";
-  } else if (best.id == "none") {
-    const std::string& d = rep.levels[sz(best.level)].name;
-    rep.verdict = "NOT equivalent: equivalent within " + d + "'s tolerance only (errors consistent with a " + d +
-                  " computation or merge)";
-  } else {
-    rep.verdict = "NOT equivalent: " + best.name +
-                  (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "");
-  }
+  rep.verdict = check_verdict(rep);
+  rep.equivalent = rep.outputs_equivalent && rep.dsinks.ok();
   return rep;
 }
 

@@ -14,16 +14,19 @@
 //   "NOT equivalent: no known fault explains it"   and where the error lives (where_lines)
 //   "NOT equivalent: d s_h ..."                    O ... dV right, dsinks.npy (--sinks) wrong
 // CheckReport holds all of it; check_text prints it (the verdict first), check_json gives the same
-// with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's).
+// with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's). The
+// inference check (infer_check.h, `cplab check --kv-cache P`) fills the same report, `infer` set.
 // What it is not: the file reading (check_inputs.h) or a command line (app/cmd_check.cpp).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "check/hypotheses.h"
+#include "infer/infer_spec.h"
 
 namespace cplab {
 
@@ -46,7 +49,8 @@ struct SinkGradCheck {
 };
 
 struct CheckReport {
-  CpSpec spec;
+  CpSpec spec;                          // a training check's spec (unused when `infer` is set)
+  std::shared_ptr<const InferSpec> infer;  // an inference check's spec (infer_check.h), else null
   std::string inputs_dir, outputs_dir;
   std::array<ClaimedTensor, kCheckTensors> out;  // what was given (x emptied: the values are not kept)
   std::array<NpyDtype, 4> input_dtypes{};
@@ -71,6 +75,15 @@ struct CheckReport {
 };
 
 CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOptions& options = {});
+
+// the steps of run_check every check shares (the inference check, infer_check.h, runs them too):
+// "no fault" at the tightest level the errors fit; the ranking (those that explain first, at the
+// tightest level, fewest outputs unchecked, most specific, smallest error / tolerance); the verdict
+// line of a report whose outputs_equivalent, dsinks, levels and ranked hypotheses are set
+HypothesisResult no_fault_hypothesis(const std::array<ClaimedTensor, kCheckTensors>& out,
+                                     const std::array<double, kCheckTensors>& base_err, const std::vector<CheckLevel>& levels);
+void rank_hypotheses(std::vector<HypothesisResult>& results, const std::vector<CheckLevel>& levels);
+std::string check_verdict(const CheckReport& rep);
 
 std::string check_text(const CheckReport& r);
 nlohmann::json check_json(const CheckReport& r);

@@ -185,6 +185,16 @@ std::vector<std::string> dsinks_files(const fs::path& dir, index_t P) {
 
 }  // namespace
 
+bool check_path_exists(const std::string& path) { return file_exists(path); }
+
+NpyHeader check_npy_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& dims) {
+  return checked_header(path, shape, dims);
+}
+
+std::vector<double> check_npy_data(const std::string& path, const NpyHeader& header, bool lse) {
+  return checked_data(FileSpec{path, header.shape, "", header}, lse);
+}
+
 std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads) {
   const fs::path p = fs::path(inputs_dir) / "sinks.npy";
   require(file_exists(p), p.string() + " is missing: --sinks needs the sink logits, shape (heads,), as sinks.npy in --inputs or "

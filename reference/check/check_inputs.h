@@ -73,6 +73,14 @@ Rows<double> lse_rows(const Tensor3<double>& lse);
 // naming the file if missing, not of shape (heads,), or not finite)
 std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads);
 
+// one file's checks, for the inference check (infer_check.h) to read its files by the same rules:
+// whether path exists (a path that cannot be looked at is a cplab::Error naming the reason); its
+// header, whose shape must be `shape` (cplab::Error naming the file, both shapes and dims, e.g.
+// "(T, heads, v-head-dim)"); its data, NaN and inf refused (lse: -inf allowed), the element named
+bool check_path_exists(const std::string& path);
+NpyHeader check_npy_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& dims);
+std::vector<double> check_npy_data(const std::string& path, const NpyHeader& header, bool lse);
+
 // Reads and checks every file for spec (cplab::Error naming the file and the rule); the headers of
 // all of them first, then the data. With spec.sinks() the sink logits are spec's (CpFields::sink_logits).
 CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);

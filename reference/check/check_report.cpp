@@ -50,6 +50,25 @@ std::string spec_line(const CpSpec& s) {
   return o.str();
 }
 
+std::string counts(const std::vector<index_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + num(v[i]);
+  return out;
+}
+
+// an inference step (--kv-cache): the variant, both layouts, the requests' P and T
+std::string infer_spec_line(const InferSpec& s) {
+  std::ostringstream o;
+  std::string m = s.mask_name();
+  if (m.rfind("none", 0) == 0) m = "non-causal" + m.substr(4);
+  else if (!s.fields().causal) m = "non-causal, " + m;
+  o << "cplab check (inference): mode " << s.info().name << ", cache layout " << to_string(s.fields().cache_layout)
+    << ", new tokens " << (s.info().decode_layout ? std::string("round-robin by position") : "split " + to_string(s.fields().layout))
+    << ", " << m << ", cp " << s.N() << ", P " << counts(s.fields().cached) << " cached, T " << counts(s.fields().fresh)
+    << " new, heads " << s.h() << " (kv " << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), scale " << s.scale();
+  return o.str();
+}
+
 // one line per output of a hypothesis: how its prediction compares
 void evidence(std::ostream& o, const CheckReport& r, const HypothesisResult& h, int level) {
   for (CheckTensor t : kAllCheckTensors) {
@@ -73,7 +92,7 @@ void evidence(std::ostream& o, const CheckReport& r, const HypothesisResult& h, 
 
 std::string check_text(const CheckReport& r) {
   std::ostringstream o;
-  o << r.verdict << "\n\n" << spec_line(r.spec) << "\n";
+  o << r.verdict << "\n\n" << (r.infer ? infer_spec_line(*r.infer) : spec_line(r.spec)) << "\n";
   o << "inputs:  " << r.inputs_dir << ": q.npy, k.npy, v.npy" << (r.has_do ? ", do.npy" : "") << " ("
     << npy_dtype_name(r.input_dtypes[0]) << ")\n";
   if (!r.sink_logits.empty()) {
@@ -182,10 +201,19 @@ nlohmann::json check_json(const CheckReport& r) {
   j["verdict"] = r.verdict;
   j["equivalent"] = r.equivalent;
   j["exit_status"] = r.exit_status();
-  j["spec"] = {{"mode", to_string(s.mode())}, {"layout", to_string(s.layout())}, {"causal", s.causal()}, {"cp", s.P()},
-               {"seq", s.S()}, {"heads", s.h()}, {"kv_heads", s.hk()}, {"head_dim", s.d()}, {"v_head_dim", s.dv()},
-               {"scale", s.scale()}, {"cu_seqlens", s.fields().cu_seqlens},
-               {"cu_seqlens_padded", s.thd() ? s.packing().cu_seqlens_padded : std::vector<index_t>{}}};
+  if (r.infer) {
+    const InferSpec& f = *r.infer;
+    j["spec"] = {{"inference", true}, {"mode", f.info().name}, {"cache_layout", to_string(f.fields().cache_layout)},
+                 {"layout", f.info().decode_layout ? json("round-robin") : json(to_string(f.fields().layout))},
+                 {"causal", f.fields().causal}, {"mask", f.mask_name()}, {"cp", f.N()}, {"kv_cache", f.fields().cached},
+                 {"new_tokens", f.fields().fresh}, {"heads", f.h()}, {"kv_heads", f.hk()}, {"head_dim", f.d()},
+                 {"v_head_dim", f.dv()}, {"scale", f.scale()}};
+  } else {
+    j["spec"] = {{"mode", to_string(s.mode())}, {"layout", to_string(s.layout())}, {"causal", s.causal()}, {"cp", s.P()},
+                 {"seq", s.S()}, {"heads", s.h()}, {"kv_heads", s.hk()}, {"head_dim", s.d()}, {"v_head_dim", s.dv()},
+                 {"scale", s.scale()}, {"cu_seqlens", s.fields().cu_seqlens},
+                 {"cu_seqlens_padded", s.thd() ? s.packing().cu_seqlens_padded : std::vector<index_t>{}}};
+  }
   const char* in_names[] = {"q", "k", "v", "do"};
   json in_dtypes;
   for (int i = 0; i < (r.has_do ? 4 : 3); ++i) in_dtypes[in_names[i]] = npy_dtype_name(r.input_dtypes[sz(i)]);

@@ -37,20 +37,27 @@ int HypothesisResult::unchecked() const {
 }
 
 HypothesisResult CheckContext::evaluate(const Hypothesis& h) const {
+  return evaluate_hypothesis(h, data.out, ref, scale, base_err, levels, &spec.packing());
+}
+
+HypothesisResult evaluate_hypothesis(const Hypothesis& h, const std::array<ClaimedTensor, kCheckTensors>& out,
+                                     const std::array<Tensor3<double>, kCheckTensors>& ref,
+                                     const std::array<double, kCheckTensors>& scale,
+                                     const std::array<double, kCheckTensors>& base_err, const std::vector<CheckLevel>& levels,
+                                     const Packing* real_lse) {
   HypothesisResult r;
   r.id = h.id, r.name = h.name, r.method = h.method, r.priority = h.priority;
-  const Packing* real_lse = &spec.packing();
   for (CheckTensor t : kAllCheckTensors) {
     const int i = idx(t);
     const Prediction& p = h.pred[i];
     r.kind[i] = p.kind;
     r.err[i] = r.fault[i] = std::numeric_limits<double>::quiet_NaN();
-    if (!present(t)) continue;  // fault NaN too: an absent output is neither checked nor unchecked
+    if (!out[i].present) continue;  // fault NaN too: an absent output is neither checked nor unchecked
     const Packing* real = t == CheckTensor::lse ? real_lse : nullptr;
     if (p.kind == PredKind::reference) {
       r.err[i] = base_err[i], r.fault[i] = 0;
     } else if (p.kind == PredKind::faulted) {
-      const Tensor3<double>& x = data.out[i].x;
+      const Tensor3<double>& x = out[i].x;
       if (p.tokens.empty()) {
         r.err[i] = cell_diff(x, p.x, nullptr, real) / scale[i];
         r.fault[i] = cell_diff(ref[i], p.x, nullptr, real) / scale[i];

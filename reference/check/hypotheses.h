@@ -88,6 +88,15 @@ struct CheckContext {
   HypothesisResult& add(const Hypothesis& h) { return results.emplace_back(evaluate(h)); }
 };
 
+// what CheckContext::evaluate does, for any claimed outputs (the inference check, infer_check.h,
+// calls it too): out the claimed outputs, ref / scale / base_err the reference's, levels the
+// check's; real_lse: LSE compared on real tokens only (null: every token)
+HypothesisResult evaluate_hypothesis(const Hypothesis& h, const std::array<ClaimedTensor, kCheckTensors>& out,
+                                     const std::array<Tensor3<double>, kCheckTensors>& ref,
+                                     const std::array<double, kCheckTensors>& scale,
+                                     const std::array<double, kCheckTensors>& base_err, const std::vector<CheckLevel>& levels,
+                                     const Packing* real_lse);
+
 // per_chunk real tokens of every rank's chunk, evenly spaced with its first and last, and the
 // first token of every sequence, sorted
 std::vector<index_t> sample_tokens(const CpSpec& spec, const Chunks& chunks, index_t per_chunk);
