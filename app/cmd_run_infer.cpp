@@ -24,12 +24,18 @@ std::string fmt(const char* f, double x) {
   return b;
 }
 
+// a closed form as docs write it, without its markdown code quotes
+std::string plain(std::string x) {
+  x.erase(std::remove(x.begin(), x.end(), '`'), x.end());
+  return x;
+}
+
 std::string mib(std::int64_t bytes) { return fmt("%.1f MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 void print_header(const InferRunSpec& rs) {
   const InferSpec& s = rs.spec;
   const InferInfo& info = s.info();
-  std::cout << "cplab run (inference): mode " << info.name << " (" << info.title << "), cache layout "
+  std::cout << "cplab run (inference): mode " << info.title << ", " << info.travels << " travels, cache layout "
             << to_string(s.fields().cache_layout) << ", new tokens "
             << (info.decode_layout ? std::string("round-robin by position") : "split " + to_string(s.fields().layout)) << ", "
             << (s.fields().causal ? "" : "non-causal, ") << s.mask_name() << ", cp " << s.N() << ", heads " << s.h() << " (kv "
@@ -69,7 +75,7 @@ void print_ranks(const InferReport& r) {
             << fmt("%.4g", static_cast<double>(r.dense_flops))
             << (tf == r.dense_flops ? " (equal: no visible pair computed twice, none missed)" : " (they differ)")
             << "\ncommunication: " << tb << " bytes in " << tm << " messages; the closed forms of " << s.info().name
-            << " (infer_table.h: " << s.info().readme[0] << " messages, " << s.info().readme[1] << " bytes per rank) "
+            << " (infer_table.h: " << plain(s.info().readme[0]) << " messages, " << plain(s.info().readme[1]) << " bytes per rank) "
             << (off.empty() ? "equal the trace on every rank" : "DIFFER from the trace on rank " + join_counts(off)) << "\n";
   // what travelled: messages sent, by operation and payload
   std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>> by;
@@ -150,7 +156,7 @@ int run_infer_action(InferRunArgs& a) {
     if (!a.cp.given("seq") && !a.cp.given("cu-seqlens")) f.fresh = {t};
     rs.spec = InferSpec(f);
     const InferSpec& s = rs.spec;
-    const std::string shapes = "; expected " + infer_input_shapes(s);
+    const std::string shapes = "; " + infer_input_shapes(s);
     require(t == s.T(), a.files.q + ": Q holds " + num(t) + " new tokens but the step has T = " + num(s.T()) + shapes);
     require(kv == s.KV(), a.files.k + ": K holds " + num(kv) + " tokens but the step has P + T = " + num(s.KV()) +
                               " (per request the cache, then the new tokens)" + shapes);

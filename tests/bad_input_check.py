@@ -537,9 +537,9 @@ def infer_case(name, argv, needle, out=True):
         failures.append(f"[{name}] wrote {NOT_MADE}")
 
 
-infer_case("kv_cache_negative", [*inf, "--kv-cache", "-3"], needle="-3")
-infer_case("kv_cache_list_length", [*inf, "--kv-cache", "4,5"], needle="4,5")
-infer_case("kv_cache_list_length_packed", [*inf[:-2], "--cu-seqlens", "0,2,5", "--kv-cache", "1,2,3"], needle="1,2,3")
+infer_case("kv_cache_negative", [*inf, "--kv-cache", "-3"], needle="--kv-cache -3 must be >= 0 (cached tokens; 0: a full prefill)")
+infer_case("kv_cache_list_length", [*inf, "--kv-cache", "4,5"], needle="--kv-cache lists 2 cache lengths but there are 1 requests")
+infer_case("kv_cache_list_length_packed", [*inf[:-2], "--cu-seqlens", "0,2,5", "--kv-cache", "1,2,3"], needle="--kv-cache lists 3 cache lengths but there are 2 requests")
 infer_case("kv_cache_empty", [*inf, "--kv-cache", ""], needle="--kv-cache needs a value")
 infer_case("kv_cache_backward", [*inf, "--kv-cache", "8", "--backward"],
            needle="--backward cannot go with --kv-cache: an inference step has no backward")
@@ -570,7 +570,7 @@ np.save(os.path.join(ID, "k13.npy"), rng.uniform(-1, 1, (13, 1, 8)))
 np.save(os.path.join(ID, "k_heads.npy"), rng.uniform(-1, 1, (13, 3, 8)))
 npy = ["run", "--cp", "2", "--kv-cache", "8", "--q", os.path.join(ID, "q.npy"), "--v", os.path.join(ID, "v.npy")]
 infer_case("infer_npy_k_rows", [*npy, "--k", os.path.join(ID, "k.npy")], needle="K holds 5 tokens but the step has P + T = 13")
-infer_case("infer_npy_k_rows_shapes", [*npy, "--k", os.path.join(ID, "k.npy")], needle="q (5, 2, 8)")
+infer_case("infer_npy_k_rows_shapes", [*npy, "--k", os.path.join(ID, "k.npy")], needle="q.npy must be (T, heads, head-dim) = (5, 2, 8), k.npy (P+T, kv-heads, head-dim) = (13, 1, 8)")
 infer_case("infer_npy_q_vs_seq", [*npy, "--k", os.path.join(ID, "k13.npy"), "--seq", "4"], needle="Q holds 5 new tokens but the step has T = 4")
 infer_case("infer_npy_kv_heads", [*npy, "--k", os.path.join(ID, "k_heads.npy")], needle="heads")
 case("infer_npy_ok", [*npy, "--k", os.path.join(ID, "k13.npy"), "--mode", "pass-q"], rc=0)

@@ -59,6 +59,7 @@ cases = [  # (name, extra args); --seq is T, --cu-seqlens packs the requests' ne
     ("window 6 P 30 T 7", ["--cp", "2", "--kv-cache", "30", "--seq", "7", "--window", "6"]),
     ("sinks P 12 T 6", ["--cp", "3", "--kv-cache", "12", "--seq", "6", "--sinks"]),
 ]
+checked = 0
 for mode in MODES:
     for cache in ("zigzag", "interleaved"):
         for name, extra in cases:
@@ -66,6 +67,7 @@ for mode in MODES:
             tr = path(f"trace_{mode}_{cache}_{len(name)}.json")
             p = run(*args, "--json", "--trace", tr)
             label = f"{mode} cache {cache} {name}"
+            checked += 1
             if p.returncode != 0:
                 fail(f"{label}: exit {p.returncode}: {p.stderr.strip()[:400]}")
                 continue
@@ -185,7 +187,7 @@ try:
 except (ValueError, KeyError, IndexError) as e:
     fail(f"check --json: {e}: {p.stdout[:300]} {p.stderr[:300]}")
 
-print(f"infer_cli_check: {len(failures)} failure(s)")
+print(f"infer_cli_check: {checked} runs of every variant x cache layout, {len(MODES)} .npy runs; {len(failures)} failure(s)")
 for f in failures:
     print("FAIL " + f)
 sys.exit(1 if failures else 0)
