@@ -2,7 +2,7 @@
 """infer_cli_check.py: `cplab run --kv-cache` and `cplab check --kv-cache` end to end (ctest
 `cli_checks_infer`; issue 37).
 
-Usage: /usr/bin/python3 infer_cli_check.py PATH/TO/cplab SCRATCH_DIR
+Usage: /usr/bin/python3 infer_cli_check.py PATH/TO/cplab SCRATCH_DIR [docs/inference.md]
 
 1. --help of run and check lists --kv-cache, --cache-layout and the inference modes.
 2. Every variant (p2p = pass-KV, pass-q, decode-pass-q, decode-ag) x cache layout, on small steps
@@ -13,6 +13,7 @@ Usage: /usr/bin/python3 infer_cli_check.py PATH/TO/cplab SCRATCH_DIR
    (T, h, dv) and lse.npy (h, T) equal an independent NumPy attention with the offset P.
 4. cplab check --kv-cache: cplab run's outputs are "equivalent"; O made by NumPy with the new
    tokens' positions taken from 0 is named first ("positions taken from 0 instead of P").
+5. docs/inference.md's worked example runs and prints the verdicts, spec and error lines it quotes.
 Needs numpy (Debian's python3-numpy, i.e. /usr/bin/python3).
 What it is not: the bad-input cases (bad_input_check.py's issue-37 section) or the fault table
 (tests/test_check_infer.cpp).
@@ -25,6 +26,7 @@ import sys
 import numpy as np
 
 CPLAB, SCRATCH = sys.argv[1], sys.argv[2]
+DOC = sys.argv[3] if len(sys.argv) > 3 else None  # docs/inference.md: its worked example is run
 os.makedirs(SCRATCH, exist_ok=True)
 failures = []
 MODES = ["p2p", "pass-q", "decode-pass-q", "decode-ag"]
@@ -186,6 +188,27 @@ try:
         fail(f"check --json: first hypothesis {j['diagnosis'][0]['id']}, spec {j['spec']}")
 except (ValueError, KeyError, IndexError) as e:
     fail(f"check --json: {e}: {p.stdout[:300]} {p.stderr[:300]}")
+
+# ---- 5. docs/inference.md's worked example: its script prints the lines the page quotes ---------------
+if DOC:
+    text = open(DOC, encoding="utf-8").read()
+    part = text[text.index("## `cplab check --kv-cache`"):]
+    script = part[part.index("```sh\n") + 6:]
+    script = script[:script.index("```")]
+    printed = part[part.index("prints (the first line"):]
+    printed = printed[printed.index("```\n") + 4:]
+    printed = printed[:printed.index("```")].split("\n")
+    work = path("doc_example")
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(os.path.abspath(CPLAB)), os.path.dirname(sys.executable),
+                                                 os.environ.get("PATH", "")]))
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    got = p.stdout.split("\n")
+    # the verdicts, the spec line and the error lines are exact; times and the rest may differ
+    for i in (0, 1, 3, 8, 9):
+        if i >= len(got) or got[i] != printed[i]:
+            fail(f"docs/inference.md's example, line {i + 1}: printed {got[i] if i < len(got) else None!r}, "
+                 f"the page quotes {printed[i]!r} (exit {p.returncode}: {p.stderr.strip()[:300]})")
 
 print(f"infer_cli_check: {checked} runs of every variant x cache layout, {len(MODES)} .npy runs; {len(failures)} failure(s)")
 for f in failures:
