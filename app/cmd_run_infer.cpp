@@ -32,13 +32,20 @@ std::string plain(std::string x) {
 
 std::string mib(std::int64_t bytes) { return fmt("%.1f MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// the mask as the report names it: "causal", "causal, window 9", "non-causal", "non-causal, sinks", ...
+std::string mask_text(const InferSpec& s) {
+  std::string m = s.mask_name();
+  if (m.rfind("none", 0) == 0) return "non-causal" + m.substr(4);
+  return s.fields().causal ? m : "non-causal, " + m;
+}
+
 void print_header(const InferRunSpec& rs) {
   const InferSpec& s = rs.spec;
   const InferInfo& info = s.info();
   std::cout << "cplab run (inference): mode " << info.title << ", " << info.travels << " travels, cache layout "
             << to_string(s.fields().cache_layout) << ", new tokens "
             << (info.decode_layout ? std::string("round-robin by position") : "split " + to_string(s.fields().layout)) << ", "
-            << (s.fields().causal ? "" : "non-causal, ") << s.mask_name() << ", cp " << s.N() << ", heads " << s.h() << " (kv "
+            << mask_text(s) << ", cp " << s.N() << ", heads " << s.h() << " (kv "
             << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), " << rs.dtype << ", forward\n";
   std::cout << (s.B() == 1 ? "1 request" : std::to_string(s.B()) + " requests") << ": P = " << join_counts(s.fields().cached)
             << " cached, T = " << join_counts(s.fields().fresh) << " new (query rows " << s.T() << ", KV rows " << s.KV()

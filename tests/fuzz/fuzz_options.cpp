@@ -22,7 +22,9 @@ std::map<std::string, std::vector<std::string>> text_pool(const std::string& scr
   const std::string src = CPLAB_SOURCE_DIR;
   const std::vector<std::string> outputs = {scratch + "/out.json", scratch, scratch + "/missing/out.json", "/dev/full", ""};
   return {
-      {"mode", {"p2p", "allgather", "a2a", "a2a+p2p", "ring", "", "P2P"}},
+      {"mode", {"p2p", "allgather", "a2a", "a2a+p2p", "ring", "", "P2P", "pass-q", "decode-pass-q", "decode-ag"}},
+      {"kv-cache", {"0", "7", "1000", "-1", "3,5", "0,0,0", "9223372036854775807", "1,", "", "x"}},
+      {"cache-layout", {"zigzag", "interleaved", "striped", ""}},
       {"layout", {"contiguous", "zigzag", "striped", "diagonal"}},
       {"merge", {"streaming", "fold", "x"}},
       {"dtype", {"float", "double", "bf16"}},
