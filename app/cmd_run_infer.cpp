@@ -129,6 +129,7 @@ int plan_action(const InferRunArgs& a, const InferRunSpec& rs) {
   if (a.json) {
     nlohmann::json j = infer_report_json(r);
     j["planned"] = true;  // nothing computed: no errors, no times
+    for (const char* k : {"seconds", "reference_seconds"}) j[k] = nullptr;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
