@@ -27,8 +27,10 @@ int check_infer_action(const CheckInferArgs& a) {
   const std::filesystem::path in(a.inputs);
   for (const char* name : {"q.npy", "k.npy", "v.npy"}) {
     const bool there = std::filesystem::exists(in / name, ec);
-    if (ec && ec != std::errc::no_such_file_or_directory) throw Error((in / name).string() + ": cannot look at it (" + ec.message() + ")");
-    require(there, (in / name).string() + " is missing: --inputs needs q.npy (T, heads, head-dim), k.npy and v.npy (P+T, kv-heads, dim)");
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw Error((in / name).string() + ": cannot look at it (" + ec.message() + ")");
+    require(there, (in / name).string() +
+                       " is missing: --inputs needs q.npy (T, heads, head-dim), k.npy and v.npy (P+T, kv-heads, dim)");
   }
   // the sizes come from the files; a size also given on the command line must agree with them
   auto given = [&](const char* name, index_t v) { return a.cp.given(name) ? v : index_t{0}; };
@@ -42,25 +44,29 @@ int check_infer_action(const CheckInferArgs& a) {
   // --sinks: the logits from --sink-logits FILE, else sinks.npy of --inputs (InferSpec checks one per head)
   if (f.sinks && f.sink_logits.empty()) f.sink_logits = read_sink_logits(a.inputs, h);
   const InferSpec spec(f);
-  if (a.tolerance) require(*a.tolerance > 0 && *a.tolerance < 1, "--tolerance " + approx(*a.tolerance) + " must be in (0, 1)");
+  if (a.tolerance)
+    require(*a.tolerance > 0 && *a.tolerance < 1, "--tolerance " + approx(*a.tolerance) + " must be in (0, 1)");
   // the limits of a step of this size (memory, CPU work), before any data is read
   validate(InferRunSpec{spec, "double", 0, a.allow_long});
   std::string viz;
   std::vector<std::string> prefix;
   if (!a.png.empty()) {
-    require(a.png.size() > 4 && a.png.substr(a.png.size() - 4) == ".png", "--out " + a.png + ": the picture is a PNG file; name it FILE.png");
+    require(a.png.size() > 4 && a.png.substr(a.png.size() - 4) == ".png",
+            "--out " + a.png + ": the picture is a PNG file; name it FILE.png");
     check_writable(a.png, "--out");
     viz = find_viz();
     prefix = headless_prefix();
   }
   const InferCheckData data = load_infer_check_data(spec, a.inputs, a.outputs);  // shapes named with infer_input_shapes
-  if (check_only) return 0;  // tests/fuzz: the inputs are checked
+  if (check_only) return 0;                                                      // tests/fuzz: the inputs are checked
   CheckOptions opt;
   opt.tolerance = a.tolerance;
   const CheckReport r = run_infer_check(spec, data, opt);
   const std::string json = check_json(r).dump(2);
-  if (a.json) std::cout << json << "\n";
-  else std::cout << check_text(r);
+  if (a.json)
+    std::cout << json << "\n";
+  else
+    std::cout << check_text(r);
   std::cout.flush();
   if (!a.png.empty()) {
     render_check_png(viz, prefix, json, a.png);

@@ -240,11 +240,14 @@ void setup_run(CLI::App& app, int& status) {
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
   sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
-  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float16/bfloat16/float32/float64 file");
-  sub->add_option("--k", o->files.k, "read K from a .npy (seq, kv_heads, head_dim)");
-  sub->add_option("--v", o->files.v, "read V from a .npy (seq, kv_heads, v_head_dim)");
+  sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float16/bfloat16/float32/float64 file\n"
+                                     "(with --kv-cache: the T new tokens, (T, heads, head_dim))");
+  sub->add_option("--k", o->files.k, "read K from a .npy (seq, kv_heads, head_dim) (with --kv-cache: (P+T, ...),\n"
+                                     "per request its cache, then its new tokens)");
+  sub->add_option("--v", o->files.v, "read V from a .npy (seq, kv_heads, v_head_dim) (with --kv-cache: (P+T, ...))");
   sub->add_option("--do", o->files.dout, "read dO from a .npy (seq, heads, v_head_dim); needs --backward");
-  o->given["out-dir"] = sub->add_option("--out-dir", o->files.out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order");
+  o->given["out-dir"] = sub->add_option("--out-dir", o->files.out_dir, "write o.npy, lse.npy (heads, seq) and dq/dk/dv.npy here, in sequence order\n"
+                                                                    "(with --kv-cache: o.npy (T, heads, v_head_dim), lse.npy (heads, T))");
   o->given["trace"] = sub->add_option("--trace", o->files.trace, "write the trace (every message and tile) as cplab JSON (docs/trace.md)");
   o->given["chrome-trace"] = sub->add_option("--chrome-trace", o->files.chrome, "write the trace as Chrome trace-event JSON (Perfetto)");
   sub->add_flag("--allow-long", s.allow_long, "run even if it needs more than 4 TFLOP of CPU work (minutes);\n"

@@ -44,13 +44,15 @@ void print_header(const InferRunSpec& rs) {
   const InferInfo& info = s.info();
   std::cout << "cplab run (inference): mode " << info.title << ", " << info.travels << " travels, cache layout "
             << to_string(s.fields().cache_layout) << ", new tokens "
-            << (info.decode_layout ? std::string("round-robin by position") : "split " + to_string(s.fields().layout)) << ", "
-            << mask_text(s) << ", cp " << s.N() << ", heads " << s.h() << " (kv "
-            << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), " << rs.dtype << ", forward\n";
-  std::cout << (s.B() == 1 ? "1 request" : std::to_string(s.B()) + " requests") << ": P = " << join_counts(s.fields().cached)
-            << " cached, T = " << join_counts(s.fields().fresh) << " new (query rows " << s.T() << ", KV rows " << s.KV()
+            << (info.decode_layout ? std::string("round-robin by position") : "split " + to_string(s.fields().layout))
+            << ", " << mask_text(s) << ", cp " << s.N() << ", heads " << s.h() << " (kv " << s.hk() << "), head-dim "
+            << s.d() << " (v " << s.dv() << "), " << rs.dtype << ", forward\n";
+  std::cout << (s.B() == 1 ? "1 request" : std::to_string(s.B()) + " requests")
+            << ": P = " << join_counts(s.fields().cached) << " cached, T = " << join_counts(s.fields().fresh)
+            << " new (query rows " << s.T() << ", KV rows " << s.KV()
             << ": per request the cache, then the new tokens)\n";
-  std::cout << "shards: the most new tokens on a rank Mq = " << s.Mq() << ", the most KV rows (cache + new) Mkv = " << s.Mkv()
+  std::cout << "shards: the most new tokens on a rank Mq = " << s.Mq()
+            << ", the most KV rows (cache + new) Mkv = " << s.Mkv()
             << (info.ring ? std::string("; the ring's messages are padded to the largest shard, as the paper does (") +
                                 (std::string(info.travels) == "KV" ? "Mkv" : "Mq") + " rows)"
                           : std::string(""))
@@ -78,12 +80,14 @@ void print_ranks(const InferReport& r) {
   std::fflush(stdout);
   std::cout << "\nwork ratio (max / min FLOPs over ranks): "
             << (std::isfinite(r.work_ratio) ? fmt("%.2f", r.work_ratio) : std::string("inf (a rank has no work)"))
-            << "\nFLOPs: ranks sum to " << fmt("%.4g", static_cast<double>(tf)) << ", dense attention with the offset needs "
-            << fmt("%.4g", static_cast<double>(r.dense_flops))
+            << "\nFLOPs: ranks sum to " << fmt("%.4g", static_cast<double>(tf))
+            << ", dense attention with the offset needs " << fmt("%.4g", static_cast<double>(r.dense_flops))
             << (tf == r.dense_flops ? " (equal: no visible pair computed twice, none missed)" : " (they differ)")
             << "\ncommunication: " << tb << " bytes in " << tm << " messages; the closed forms of " << s.info().name
-            << " (infer_table.h: " << plain(s.info().readme[0]) << " messages, " << plain(s.info().readme[1]) << " bytes per rank) "
-            << (off.empty() ? "equal the trace on every rank" : "DIFFER from the trace on rank " + join_counts(off)) << "\n";
+            << " (infer_table.h: " << plain(s.info().readme[0]) << " messages, " << plain(s.info().readme[1])
+            << " bytes per rank) "
+            << (off.empty() ? "equal the trace on every rank" : "DIFFER from the trace on rank " + join_counts(off))
+            << "\n";
   // what travelled: messages sent, by operation and payload
   std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>> by;
   for (const Event& ev : r.trace.events())
@@ -93,8 +97,8 @@ void print_ranks(const InferReport& r) {
     }
   std::cout << "what travelled:" << (by.empty() ? " nothing (one rank)" : "") << "\n";
   for (const auto& [key, v] : by)
-    std::cout << "  " << key.first << " " << key.second << ": " << v.first << " message" << (v.first == 1 ? "" : "s") << ", "
-              << v.second << " bytes\n";
+    std::cout << "  " << key.first << " " << key.second << ": " << v.first << " message" << (v.first == 1 ? "" : "s")
+              << ", " << v.second << " bytes\n";
 }
 
 // the sink logits of a step whose q, k, v come from files: --sink-logits, else drawn from --seed as
@@ -111,7 +115,8 @@ int plan_action(const InferRunArgs& a, const InferRunSpec& rs) {
   const std::pair<const char*, const std::string*> tensors[] = {
       {"q", &a.files.q}, {"k", &a.files.k}, {"v", &a.files.v}, {"out-dir", &a.files.out_dir}};
   for (const auto& [name, path] : tensors)
-    require(path->empty(), std::string("--") + name + " cannot go with --plan-only (a planned run reads and writes no tensors)");
+    require(path->empty(),
+            std::string("--") + name + " cannot go with --plan-only (a planned run reads and writes no tensors)");
   InferReport r{rs, {}, {}, {}, {}, {}, {}, {}, 0, 0, 0, 0, Trace(static_cast<int>(rs.spec.N())), {}, {}};
   r.trace = infer_plan_trace(rs);
   prepare_outputs(a.files, false);
@@ -143,12 +148,14 @@ int plan_action(const InferRunArgs& a, const InferRunSpec& rs) {
 }  // namespace
 
 int run_infer_action(InferRunArgs& a) {
-  require(a.files.dout.empty() || a.backward, "--do cannot go with --kv-cache: an inference step has no backward (no dO)");
+  require(a.files.dout.empty() || a.backward,
+          "--do cannot go with --kv-cache: an inference step has no backward (no dO)");
   InferFields f = infer_fields(a.cp, a.io, a.backward);
   InferRunSpec rs{InferSpec(f), a.dtype, a.seed, a.allow_long};
   if (a.plan_only) return plan_action(a, rs);
   const bool any_in = !a.files.q.empty() || !a.files.k.empty() || !a.files.v.empty();
-  require(!any_in || (!a.files.q.empty() && !a.files.k.empty() && !a.files.v.empty()), "--q, --k and --v must be given together");
+  require(!any_in || (!a.files.q.empty() && !a.files.k.empty() && !a.files.v.empty()),
+          "--q, --k and --v must be given together");
   prepare_outputs(a.files, false);  // every output checked before anything is read or run
   NpyHeader hq, hk_, hv;
   if (any_in) {
@@ -184,8 +191,10 @@ int run_infer_action(InferRunArgs& a) {
   }
   InferReport r = run_infer(rs, in);
   std::string failed;
-  if (r.err_o && !std::isfinite(*r.err_o)) failed = "O";
-  else if (r.err_lse && !std::isfinite(*r.err_lse)) failed = "LSE";
+  if (r.err_o && !std::isfinite(*r.err_o))
+    failed = "O";
+  else if (r.err_lse && !std::isfinite(*r.err_lse))
+    failed = "LSE";
   const std::string json = a.json ? infer_report_json(r).dump(2) : std::string();
   if (failed.empty()) {
     RunReport holder;  // write_outputs' carrier: o.npy (T, h, dv), lse.npy (h, T) and the traces
@@ -204,15 +213,17 @@ int run_infer_action(InferRunArgs& a) {
     if (r.err_lse) std::cout << "  LSE " << fmt("%.2e", *r.err_lse);
     std::cout << "\n";
     print_ranks(r);
-    std::cout << "memory estimate: " << mib(infer_memory_estimate(rs)) << " (inputs, the oracle's output, every rank's shards and partials)\n"
+    std::cout << "memory estimate: " << mib(infer_memory_estimate(rs))
+              << " (inputs, the oracle's output, every rank's shards and partials)\n"
               << "time: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
               << fmt("%.3f", r.reference_seconds) << " s\n";
   }
   if (!failed.empty()) {
     std::cerr << "cplab: check failed: the error of " << failed << " is not finite";
     if (!r.non_finite.empty())
-      std::cerr << " (the CP run's output holds a NaN or an infinity where the dense reference is finite: it overflowed in "
-                << rs.dtype << ")";
+      std::cerr
+          << " (the CP run's output holds a NaN or an infinity where the dense reference is finite: it overflowed in "
+          << rs.dtype << ")";
     std::cerr << "; no output file was written\n";
     return 1;
   }

@@ -18,7 +18,8 @@ InferMode infer_mode_of(const std::string& name) {
   } catch (const Error&) {
   }
   if (training)
-    throw Error("--mode " + name + " is a training mode and cannot take a KV cache (--kv-cache): the inference modes are " +
+    throw Error("--mode " + name +
+                " is a training mode and cannot take a KV cache (--kv-cache): the inference modes are " +
                 infer_mode_names() + " (p2p is pass-KV)");
   return parse_infer_mode(name);  // throws: "mode 'x' is not an inference mode: ..."
 }
@@ -26,16 +27,17 @@ InferMode infer_mode_of(const std::string& name) {
 }  // namespace
 
 void add_infer_options(CLI::App* sub, InferOptions& o) {
-  o.kv_cache_opt = sub->add_option(
-      "--kv-cache", o.kv_cache,
-      "inference (issue 37): P tokens already in a persistent KV cache, one value for every request or\n"
-      "P0,P1,... one per request (--cu-seqlens then packs the requests' NEW tokens); --seq T new tokens\n"
-      "at positions P..P+T-1 attend to the cache and to themselves. Modes: p2p (pass-KV), pass-q,\n"
-      "decode-pass-q, decode-ag (docs/inference.md); 0 is a full prefill");
-  o.cache_layout_opt = sub->add_option("--cache-layout", o.cache_layout,
-                                       "with --kv-cache: how the cache is sharded: zigzag (2N chunks per request, rank r\n"
-                                       "holding r and 2N-1-r) | interleaved (cache token p on rank p mod N)")
-                           ->capture_default_str();
+  o.kv_cache_opt =
+      sub->add_option("--kv-cache", o.kv_cache,
+                      "inference: P tokens already in a persistent KV cache, one value for all requests\n"
+                      "or P0,P1,... one per request (--cu-seqlens packs the requests' NEW tokens); --seq T\n"
+                      "new tokens at positions P..P+T-1 attend to the cache and themselves. Modes: p2p\n"
+                      "(pass-KV), pass-q, decode-pass-q, decode-ag (docs/inference.md); 0: a full prefill");
+  o.cache_layout_opt =
+      sub->add_option("--cache-layout", o.cache_layout,
+                      "with --kv-cache: how the cache is sharded: zigzag (2N chunks per request, rank r\n"
+                      "holding r and 2N-1-r) | interleaved (cache token p on rank p mod N)")
+          ->capture_default_str();
 }
 
 bool infer_wanted(const CpOptions& cp, const InferOptions& io) {
@@ -53,15 +55,20 @@ InferFields infer_fields(const CpOptions& cp, const InferOptions& io, bool backw
   f.mode = infer_mode_of(cp.mode);
   // the training options that mean nothing for a step over a cache, refused rather than ignored
   require(!cp.given("hcp"), "--hcp is for --mode a2a+p2p (training); it cannot go with --kv-cache");
-  require(!cp.given("replicate-kv"), "--replicate-kv is for the all-to-all of a2a (training); it cannot go with --kv-cache");
-  require(!cp.given("pad"), "--pad cannot go with --kv-cache: the inference variants split uneven requests themselves "
-                            "(infer_spec.h: 2N chunks floor(c*L/2N), or position mod N) and pad their messages as the paper does");
-  require(cp.merge == "streaming", "--merge " + cp.merge + " cannot go with --kv-cache: TE's post-loop fold is a training merge; "
-                                   "each inference variant merges its partials by its own rule (infer_table.h)");
+  require(!cp.given("replicate-kv"),
+          "--replicate-kv is for the all-to-all of a2a (training); it cannot go with --kv-cache");
+  require(!cp.given("pad"),
+          "--pad cannot go with --kv-cache: the inference variants split uneven requests themselves "
+          "(infer_spec.h: 2N chunks floor(c*L/2N), or position mod N) and pad their messages as the paper does");
+  require(cp.merge == "streaming", "--merge " + cp.merge +
+                                       " cannot go with --kv-cache: TE's post-loop fold is a training merge; "
+                                       "each inference variant merges its partials by its own rule (infer_table.h)");
   const InferInfo& info = infer_info(f.mode);
   require(!(info.decode_layout && cp.given("layout")),
-          "--layout cannot go with --mode " + cp.mode + ": the decode variants place the new tokens round-robin by position "
-          "(token at position p on rank p mod N); --layout splits the new tokens of the prefill variants p2p and pass-q");
+          "--layout cannot go with --mode " + cp.mode +
+              ": the decode variants place the new tokens round-robin by position "
+              "(token at position p on rank p mod N); --layout splits the new tokens of the prefill variants p2p and "
+              "pass-q");
   f.layout = parse_layout(cp.layout);
   f.cache_layout = parse_cache_layout(io.cache_layout);
   // the requests' new tokens: --cu-seqlens (cumulative), else one request of --seq

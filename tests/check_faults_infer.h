@@ -39,8 +39,9 @@ inline bool naive_sees(const InferSpec& s, index_t qp, index_t kp) {
 
 // every new token over the KV rows in `keys` at positions qpos (T entries); sinks: (h) or empty,
 // in every row's denominator
-inline NaiveOut naive_infer(const InferSpec& s, const Tensor3<double>& q, const Tensor3<double>& k, const Tensor3<double>& v,
-                            const std::set<index_t>& keys, const std::vector<index_t>& qpos, const std::vector<double>& sinks) {
+inline NaiveOut naive_infer(const InferSpec& s, const Tensor3<double>& q, const Tensor3<double>& k,
+                            const Tensor3<double>& v, const std::set<index_t>& keys, const std::vector<index_t>& qpos,
+                            const std::vector<double>& sinks) {
   NaiveOut r{Tensor3<double>(s.T(), s.h(), s.dv()), Rows<double>(s.h(), s.T())};
   const index_t g = s.h() / s.hk();
   for (index_t b = 0; b < s.B(); ++b)
@@ -72,11 +73,14 @@ inline NaiveOut naive_infer(const InferSpec& s, const Tensor3<double>& q, const 
 inline std::vector<index_t> naive_positions(const InferSpec& s, index_t delta, bool from_zero) {
   std::vector<index_t> p;
   for (index_t b = 0; b < s.B(); ++b)
-    for (index_t t = 0; t < s.fields().fresh[size_t(b)]; ++t) p.push_back((from_zero ? 0 : s.fields().cached[size_t(b)]) + t + delta);
+    for (index_t t = 0; t < s.fields().fresh[size_t(b)]; ++t)
+      p.push_back((from_zero ? 0 : s.fields().cached[size_t(b)]) + t + delta);
   return p;
 }
 
-inline std::set<index_t> key_set(const std::vector<index_t>& rows) { return std::set<index_t>(rows.begin(), rows.end()); }
+inline std::set<index_t> key_set(const std::vector<index_t>& rows) {
+  return std::set<index_t>(rows.begin(), rows.end());
+}
 
 inline std::set<index_t> all_keys(const InferSpec& s) {
   std::set<index_t> k;
@@ -116,7 +120,8 @@ inline NaiveOut naive_wrong_owner(const InferSpec& s, const NaiveOut& right, ind
     for (size_t i = 0; i < mine.size(); ++i)
       for (index_t a = 0; a < s.h(); ++a) {
         r.lse(a, mine[i]) = i < theirs.size() ? right.lse(a, theirs[i]) : -std::numeric_limits<double>::infinity();
-        for (index_t e = 0; e < s.dv(); ++e) r.o.at(mine[i], a, e) = i < theirs.size() ? right.o.at(theirs[i], a, e) : 0.0;
+        for (index_t e = 0; e < s.dv(); ++e)
+          r.o.at(mine[i], a, e) = i < theirs.size() ? right.o.at(theirs[i], a, e) : 0.0;
       }
   }
   return r;

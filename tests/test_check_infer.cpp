@@ -47,12 +47,14 @@ std::vector<InferConfig> configs() {
   striped.layout = Layout::striped;
   return {
       {"pass-q zigzag cache cp 4 P 40 T 12", step(InferMode::pass_q, CacheLayout::zigzag, 4, {40}, {12})},
-      {"decode-ag interleaved cp 4 P 37,20 T 1,2", step(InferMode::decode_ag, CacheLayout::interleaved, 4, {37, 20}, {1, 2})},
+      {"decode-ag interleaved cp 4 P 37,20 T 1,2",
+       step(InferMode::decode_ag, CacheLayout::interleaved, 4, {37, 20}, {1, 2})},
       {"p2p (pass-KV) zigzag cp 3 P 25 T 7 window 9", windowed},
       {"decode-pass-q interleaved cp 4 P 30 T 3 sinks", sinks},
       {"pass-q zigzag cp 2 P 16,9 T 5,4 chunk 8", chunked},
       {"pass-q striped, interleaved cache cp 3 P 20 T 11", striped},
-      {"p2p (pass-KV) interleaved cp 4 P 13,6 T 9,5", step(InferMode::pass_kv, CacheLayout::interleaved, 4, {13, 6}, {9, 5})},
+      {"p2p (pass-KV) interleaved cp 4 P 13,6 T 9,5",
+       step(InferMode::pass_kv, CacheLayout::interleaved, 4, {13, 6}, {9, 5})},
   };
 }
 
@@ -73,8 +75,10 @@ double max_diff(const NaiveOut& a, const NaiveOut& b) {
   for (index_t i = 0; i < a.lse.rows(); ++i)
     for (index_t t = 0; t < a.lse.cols(); ++t) {
       const double x = a.lse(i, t), y = b.lse(i, t);
-      if (std::isfinite(x) && std::isfinite(y)) m = std::max(m, std::abs(x - y));
-      else if (x != y) m = INFINITY;
+      if (std::isfinite(x) && std::isfinite(y))
+        m = std::max(m, std::abs(x - y));
+      else if (x != y)
+        m = INFINITY;
     }
   return m;
 }
@@ -103,9 +107,12 @@ TEST_CASE("cplab check --kv-cache names every inference fault, injected alone, f
 
     const NaiveOut right = naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, 0, false), in.sinks);
     std::vector<Fault> faults;
-    faults.push_back({"positions_from_zero", naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, 0, true), in.sinks)});
-    faults.push_back({"positions_minus_one", naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, -1, false), in.sinks)});
-    faults.push_back({"positions_plus_one", naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, 1, false), in.sinks)});
+    faults.push_back(
+        {"positions_from_zero", naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, 0, true), in.sinks)});
+    faults.push_back({"positions_minus_one",
+                      naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, -1, false), in.sinks)});
+    faults.push_back(
+        {"positions_plus_one", naive_infer(s, in.q, in.k, in.v, all_keys(s), naive_positions(s, 1, false), in.sinks)});
     faults.push_back({"partials_sum", naive_partials_summed(s, in.q, in.k, in.v, in.sinks, false)});
     faults.push_back({"partials_mean", naive_partials_summed(s, in.q, in.k, in.v, in.sinks, true)});
     for (index_t r = 0; r < s.N(); ++r) {
@@ -117,9 +124,11 @@ TEST_CASE("cplab check --kv-cache names every inference fault, injected alone, f
     std::set<index_t> cache;
     for (index_t b = 0; b < s.B(); ++b)
       for (index_t p = 0; p < s.fields().cached[size_t(b)]; ++p) cache.insert(s.koff()[size_t(b)] + p);
-    faults.push_back({"new_kv_not_appended", naive_infer(s, in.q, in.k, in.v, cache, naive_positions(s, 0, false), in.sinks)});
+    faults.push_back(
+        {"new_kv_not_appended", naive_infer(s, in.q, in.k, in.v, cache, naive_positions(s, 0, false), in.sinks)});
     if (s.mode() != InferMode::pass_kv)
-      for (index_t sh = 1; sh < s.N(); ++sh) faults.push_back({"wrong_owner_" + std::to_string(sh), naive_wrong_owner(s, right, sh)});
+      for (index_t sh = 1; sh < s.N(); ++sh)
+        faults.push_back({"wrong_owner_" + std::to_string(sh), naive_wrong_owner(s, right, sh)});
 
     for (const Fault& ft : faults) {
       CAPTURE(ft.id);

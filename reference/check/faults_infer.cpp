@@ -71,8 +71,10 @@ void infer_hypotheses(InferCheckContext& c) {
     int priority;
   };
   const Shift shifts[] = {
-      {0, true, "positions_from_zero", "the new tokens' positions taken from 0 instead of P (the cache's offset forgotten: "
-                                       "new token t masked as position t, top-left instead of bottom-right alignment)", 10},
+      {0, true, "positions_from_zero",
+       "the new tokens' positions taken from 0 instead of P (the cache's offset forgotten: "
+       "new token t masked as position t, top-left instead of bottom-right alignment)",
+       10},
       {-1, false, "positions_minus_one", "the new tokens' positions off by one: P + t - 1 instead of P + t", 11},
       {1, false, "positions_plus_one", "the new tokens' positions off by one: P + t + 1 instead of P + t", 12}};
   for (const Shift& sh : shifts)
@@ -92,7 +94,9 @@ void infer_hypotheses(InferCheckContext& c) {
       Hypothesis h{mean ? "partials_mean" : "partials_sum",
                    mean ? "partial outputs averaged without their LSE weights: O = (1/N) sum_r O_r"
                         : "partial outputs added without their LSE weights: O = sum_r O_r",
-                   mean ? 21 : 20, "each rank's partial over its KV shard (kv_rows), then O summed; LSE as the reference", {}};
+                   mean ? 21 : 20,
+                   "each rank's partial over its KV shard (kv_rows), then O summed; LSE as the reference",
+                   {}};
       h.pred[idx(CheckTensor::o)] = faulted(std::move(x.o));
       h.pred[idx(CheckTensor::lse)].kind = PredKind::reference;
       c.add(h);
@@ -105,13 +109,16 @@ void infer_hypotheses(InferCheckContext& c) {
     std::vector<AttnOut<double>> lost = parts;
     lost[sz(r)] = infer_partial(s, q, k, v, without(s.kv_rows(r), cache), pos);
     c.add(both("cache_shard_missing_" + num(r),
-               "rank " + num(r) + "'s cache shard missing (its " + num(static_cast<index_t>(cache.size())) + " cached tokens never attended)",
-               30, "the ranks' partials merged, rank " + num(r) + "'s over its new tokens only", sinks_applied(merge_partials(lost), sinks)));
+               "rank " + num(r) + "'s cache shard missing (its " + num(static_cast<index_t>(cache.size())) +
+                   " cached tokens never attended)",
+               30, "the ranks' partials merged, rank " + num(r) + "'s over its new tokens only",
+               sinks_applied(merge_partials(lost), sinks)));
   }
 
   // 40: the new tokens' own KV not appended
-  c.add(both("new_kv_not_appended", "the new tokens' own KV not appended to the cache (they attend to the cache only)", 40,
-             "attention recomputed over the cached tokens only", sinks_applied(infer_partial(s, q, k, v, cache_kv_rows(s), pos), sinks)));
+  c.add(both("new_kv_not_appended", "the new tokens' own KV not appended to the cache (they attend to the cache only)",
+             40, "attention recomputed over the cached tokens only",
+             sinks_applied(infer_partial(s, q, k, v, cache_kv_rows(s), pos), sinks)));
 
   // 50: the closing all-to-all's permutation shifted (the variants that have one)
   if (s.mode() != InferMode::pass_kv && N > 1) {
@@ -125,7 +132,8 @@ void infer_hypotheses(InferCheckContext& c) {
           const index_t g = mine[i];
           for (index_t a = 0; a < s.h(); ++a) {
             if (i < theirs.size()) {
-              std::copy(ro.token(theirs[i]) + a * s.dv(), ro.token(theirs[i]) + (a + 1) * s.dv(), x.o.token(g) + a * s.dv());
+              std::copy(ro.token(theirs[i]) + a * s.dv(), ro.token(theirs[i]) + (a + 1) * s.dv(),
+                        x.o.token(g) + a * s.dv());
               x.lse(a, g) = rl.at(theirs[i], a, 0);
             } else {  // a padding row's merged partials: no key, O = 0 and LSE = -inf (sinks leave such a row alone)
               x.lse(a, g) = -std::numeric_limits<double>::infinity();

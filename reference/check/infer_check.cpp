@@ -22,14 +22,16 @@ double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::
 void folder(const std::string& dir, const std::string& what, const char* holds) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(dir, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) throw Error(what + " " + dir + ": cannot use it as a folder (" + ec.message() + ")");
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw Error(what + " " + dir + ": cannot use it as a folder (" + ec.message() + ")");
   require(is_dir, what + " " + dir + ": not a directory (it must hold " + holds + ")");
 }
 
 // the error map of an inference check: output x the rank owning the new token (spec.q_rows) x head,
 // one "chunk" per rank (error_map.h's metric and conventions)
 ErrorMap infer_error_map(const InferSpec& s, const Chunks& ch, const std::array<ClaimedTensor, kCheckTensors>& out,
-                         const std::array<Tensor3<double>, kCheckTensors>& ref, const std::array<double, kCheckTensors>& scale) {
+                         const std::array<Tensor3<double>, kCheckTensors>& ref,
+                         const std::array<double, kCheckTensors>& scale) {
   ErrorMap m;
   m.ranks = s.N(), m.chunks = 1;
   for (CheckTensor t : kAllCheckTensors) {
@@ -44,8 +46,10 @@ ErrorMap infer_error_map(const InferSpec& s, const Chunks& ch, const std::array<
         double& c = v[sz(ch.rank_of[sz(g)] * x.h + i)];
         for (index_t e = 0; e < x.d; ++e) {
           const double a = x.at(g, i, e), b = r.at(g, i, e);
-          if (std::isfinite(a) && std::isfinite(b)) c = std::max(c, std::abs(a - b) / scale[idx(t)]);
-          else if (!(a == -INFINITY && b == -INFINITY)) c = INFINITY;
+          if (std::isfinite(a) && std::isfinite(b))
+            c = std::max(c, std::abs(a - b) / scale[idx(t)]);
+          else if (!(a == -INFINITY && b == -INFINITY))
+            c = INFINITY;
         }
       }
   }
@@ -54,22 +58,28 @@ ErrorMap infer_error_map(const InferSpec& s, const Chunks& ch, const std::array<
 
 }  // namespace
 
-InferCheckData load_infer_check_data(const InferSpec& s, const std::string& inputs_dir, const std::string& outputs_dir) {
+InferCheckData load_infer_check_data(const InferSpec& s, const std::string& inputs_dir,
+                                     const std::string& outputs_dir) {
   folder(inputs_dir, "--inputs", "q.npy, k.npy and v.npy");
   folder(outputs_dir, "--outputs", "o.npy and optionally lse.npy");
   const fs::path in(inputs_dir), out(outputs_dir);
   require(!check_path_exists((in / "do.npy").string()),
-          (in / "do.npy").string() + " exists but an inference step (--kv-cache) has no backward: remove it, or check a training run without --kv-cache");
+          (in / "do.npy").string() +
+              " exists but an inference step (--kv-cache) has no backward: remove it, or check a training run without "
+              "--kv-cache");
   for (const char* g : {"dq.npy", "dk.npy", "dv.npy", "dsinks.npy"})
-    require(!check_path_exists((out / g).string()),
-            (out / g).string() + " exists but an inference step (--kv-cache) has no gradients: remove it, or check a training run without --kv-cache");
+    require(!check_path_exists((out / g).string()), (out / g).string() +
+                                                        " exists but an inference step (--kv-cache) has no gradients: "
+                                                        "remove it, or check a training run without --kv-cache");
   require(!check_path_exists((out / "rank0").string()),
-          (out / "rank0").string() + " exists: an inference check reads o.npy and lse.npy of the new tokens in global order, "
-                                     "not per-rank shards");
+          (out / "rank0").string() +
+              " exists: an inference check reads o.npy and lse.npy of the new tokens in global order, "
+              "not per-rank shards");
   if (!s.sinks())
     require(!check_path_exists((in / "sinks.npy").string()),
-            (in / "sinks.npy").string() + " exists but --sinks was not given: check with --sinks (the outputs then include the sinks), "
-                                          "or remove the file");
+            (in / "sinks.npy").string() +
+                " exists but --sinks was not given: check with --sinks (the outputs then include the sinks), "
+                "or remove the file");
   const std::string shapes = " (" + infer_input_shapes(s) + ")";
   struct File {
     std::string path;
@@ -79,13 +89,20 @@ InferCheckData load_infer_check_data(const InferSpec& s, const std::string& inpu
   };
   std::vector<File> files = {
       {(in / "q.npy").string(), {s.T(), s.h(), s.d()}, "(T, heads, head-dim): the new tokens" + shapes, {}},
-      {(in / "k.npy").string(), {s.KV(), s.hk(), s.d()}, "(P+T, kv-heads, head-dim): per request the cache, then the new tokens" + shapes, {}},
-      {(in / "v.npy").string(), {s.KV(), s.hk(), s.dv()}, "(P+T, kv-heads, v-head-dim): per request the cache, then the new tokens" + shapes, {}},
+      {(in / "k.npy").string(),
+       {s.KV(), s.hk(), s.d()},
+       "(P+T, kv-heads, head-dim): per request the cache, then the new tokens" + shapes,
+       {}},
+      {(in / "v.npy").string(),
+       {s.KV(), s.hk(), s.dv()},
+       "(P+T, kv-heads, v-head-dim): per request the cache, then the new tokens" + shapes,
+       {}},
       {(out / "o.npy").string(), {s.T(), s.h(), s.dv()}, "(T, heads, v-head-dim): the new tokens' O", {}},
       {(out / "lse.npy").string(), {s.h(), s.T()}, "(heads, T): the new tokens' LSE", {}}};
   for (size_t i = 0; i < 4; ++i)
-    require(check_path_exists(files[i].path), files[i].path + " is missing: " +
-                                                  (i < 3 ? "--inputs needs q.npy, k.npy and v.npy" : "cplab check needs O, and optionally LSE"));
+    require(check_path_exists(files[i].path),
+            files[i].path + " is missing: " +
+                (i < 3 ? "--inputs needs q.npy, k.npy and v.npy" : "cplab check needs O, and optionally LSE"));
   const bool has_lse = check_path_exists(files[4].path);
   if (!has_lse) files.pop_back();
   for (File& f : files) f.header = check_npy_header(f.path, f.shape, f.dims);  // every header before any data

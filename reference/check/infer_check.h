@@ -29,13 +29,14 @@ namespace cplab {
 struct InferCheckData {
   InferInputs in;  // q (T, h, d), k (P+T, hk, d), v (P+T, hk, dv), sinks (h) with --sinks
   std::string inputs_dir, outputs_dir;
-  std::array<NpyDtype, 4> input_dtypes{};           // q, k, v (the 4th unused: no dO)
-  std::array<ClaimedTensor, kCheckTensors> out;     // o (T, h, dv), lse (T, h, 1); no gradients
+  std::array<NpyDtype, 4> input_dtypes{};        // q, k, v (the 4th unused: no dO)
+  std::array<ClaimedTensor, kCheckTensors> out;  // o (T, h, dv), lse (T, h, 1); no gradients
 };
 
 // Reads and checks every file for spec (cplab::Error naming the file and the rule), headers first;
 // the sink logits with spec.sinks() are the spec's (InferFields::sink_logits)
-InferCheckData load_infer_check_data(const InferSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);
+InferCheckData load_infer_check_data(const InferSpec& spec, const std::string& inputs_dir,
+                                     const std::string& outputs_dir);
 
 // the context the inference hypotheses read (faults_infer.cpp)
 struct InferCheckContext {
