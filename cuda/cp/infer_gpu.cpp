@@ -186,7 +186,7 @@ GpuInferRank::GpuInferRank(const GpuInferSpec& s, Comm& cm)
   } else {
     ring_bytes_ = ring_of_q(c) ? q_bytes(s) : 0;
     slot_lse = align16(o_bytes(s));
-    slot_bytes = slot_lse + sz(h * Mq) * sizeof(float);
+    slot_bytes = align16(slot_lse + sz(h * Mq) * sizeof(float));  // every slot 16-byte aligned
     parts = DeviceBuffer<std::byte>(sz(N) * slot_bytes);
     back = DeviceBuffer<std::byte>(sz(N) * slot_bytes);
     if (c.mode() == InferMode::decode_ag) gathered = DeviceBuffer<std::byte>(sz(N) * q_bytes(s));

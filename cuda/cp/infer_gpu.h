@@ -68,7 +68,7 @@ struct GpuInferRank {
   DeviceBuffer<std::byte> o_part;          // pass-KV: one tile's O (Mq, h, dv) dtype
   DeviceBuffer<float> lse_part;            // pass-KV: one tile's LSE (h, n_r)
   DeviceBuffer<std::byte> gathered;        // decode-ag: N Q blocks (N, Mq, h, d)
-  // pass-Q, decode: N slots of [O (Mq, h, dv) dtype, padded to 16 bytes | LSE (h, Mq) fp32]: slot j
+  // pass-Q, decode: N slots of [O (Mq, h, dv) dtype | LSE (h, Mq) fp32], each part 16-byte aligned: slot j
   // the partial of owner j's queries (parts, sent), or of this rank's queries computed by rank j
   // (back, received)
   DeviceBuffer<std::byte> parts, back;

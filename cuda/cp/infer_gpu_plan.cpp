@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/util.h"
-#include "layout/thd.h"
+#include "infer/infer_common.h"
 #include "modes/ring_schedule.h"
 
 namespace cplab::cuda {
@@ -19,7 +19,8 @@ InferGpuTile infer_gpu_tile(const InferSpec& s, std::int64_t q_owner, std::int64
   t.nq = static_cast<std::int64_t>(q.size());
   t.nk = static_cast<std::int64_t>(k.size());
   if (t.nq > 0 && t.nk > 0) {
-    t.mask = token_mask(s.kv_packing(), q, k, s.rule());
+    const InferTile m = infer_tile_mask(s, q, k);  // the reference's own tile mask (infer_common.h)
+    t.mask = m.mask;
     t.pairs = visible_pairs(t.mask, t.nq, t.nk);
   }
   t.empty = t.pairs == 0;

@@ -3,9 +3,9 @@
 //
 // What it is: InferGpuPlan, rank r's tiles in the order the GPU runs them, each a block of queries
 // (whose new tokens: q_owner) against a block of KV rows (whose shard: kv_owner) under the mask the
-// reference's variants use: token_mask (reference/layout/thd.h) over the spec's kv_packing, from
-// q_kv_rows(q_owner) to kv_rows(kv_owner) with the run's PositionRule (causal with the offset P_b,
-// window, chunk). Nothing here re-derives ownership, layouts or masks: every row list is the spec's.
+// reference's variants use: infer_tile_mask (reference/infer/infer_common.h: token_mask over the
+// spec's kv_packing), from q_kv_rows(q_owner) to kv_rows(kv_owner) with the run's PositionRule
+// (causal with the offset P_b, window, chunk). Nothing here re-derives ownership, layouts or masks: every row list is the spec's.
 // The ring order is reference/modes/ring_schedule.h's (at step i position r holds the block of
 // ring_fwd_kv_block(N, r, i), sent to ring_fwd_dst and received from ring_fwd_src), for pass-KV
 // (the block is KV) and pass-Q / pass-Q ring decode (the block is Q). decode-ag gathers every Q
@@ -33,7 +33,7 @@ struct InferGpuTile {
   std::int64_t nq = 0, nk = 0;  // real rows of each block
   std::int64_t pairs = 0;     // visible (query, key) pairs of the tile
   bool empty = true;          // no visible pair: O = 0, LSE = -inf, no kernel call
-  Mask mask;                  // ranges over the nq x nk tile (token_mask)
+  Mask mask;                  // ranges over the nq x nk tile (infer_tile_mask)
 };
 
 struct InferGpuPlan {
@@ -44,8 +44,7 @@ struct InferGpuPlan {
 // rank r's plan (cplab::Error if r is outside [0, N))
 InferGpuPlan infer_gpu_plan(const InferSpec& s, std::int64_t r);
 
-// the tile of q_owner's queries against kv_owner's KV shard (token_mask; the one definition all
-// plans read)
+// the tile of q_owner's queries against kv_owner's KV shard (infer_tile_mask, the reference's)
 InferGpuTile infer_gpu_tile(const InferSpec& s, std::int64_t q_owner, std::int64_t kv_owner, std::int64_t step);
 
 // the buffers' row counts: every rank's q and o hold Mq rows (n_r real), its kv Mkv rows (m_r real)
