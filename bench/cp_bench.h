@@ -29,12 +29,12 @@ struct CpArgs {
   bool no_causal = false;
   int warmup = 2, iters = 5;
   std::string json_path, trace_path;
-  // an inference step (issue 37; infer_cp_bench.h): --kv-cache P cached tokens (-1: a training
-  // layer), --seq the T new tokens, the cache's layout; --mode p2p (pass-KV), pass-q, decode-pass-q
+  // an inference step (issue 37; infer_cp_bench.h): --kv-cache P cached tokens (given: an
+  // inference step), --seq the T new tokens, the cache's layout; --mode p2p (pass-KV), pass-q, decode-pass-q
   // or decode-ag. pass_given: --pass was on the command line (inference runs the forward only)
-  std::int64_t kv_cache = -1;
+  std::int64_t kv_cache = 0;
   std::string cache_layout = "zigzag";
-  bool pass_given = false;
+  bool kv_cache_given = false, pass_given = false;  // --kv-cache, --pass on the command line
 };
 
 // throws cplab::Error naming the rule (no CUDA call)

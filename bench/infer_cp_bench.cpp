@@ -40,7 +40,7 @@ GpuInferSpec spec_of(const CpArgs& a) {
   require(a.kernel == "v2" || a.kernel == "v3", "kernel '" + a.kernel + "' is not one of: v2, v3");
   InferFields f;
   f.mode = parse_infer_mode(a.mode);
-  require(a.kv_cache >= 0, "--mode " + a.mode + " is an inference step: it needs --kv-cache P (the cached tokens, >= 0)");
+  require(a.kv_cache_given, "--mode " + a.mode + " is an inference step: it needs --kv-cache P (the cached tokens, >= 0)");
   f.layout = parse_layout(a.layout);
   f.cache_layout = parse_cache_layout(a.cache_layout);
   f.cp = a.cp;
@@ -129,7 +129,7 @@ struct InferRanks {
 }  // namespace
 
 bool is_infer_run(const CpArgs& a) {
-  return a.kv_cache >= 0 || (is_infer_mode(a.mode) && a.mode != "p2p");
+  return a.kv_cache_given || (is_infer_mode(a.mode) && a.mode != "p2p");
 }
 
 void check_infer_cp_args(const CpArgs& a) {

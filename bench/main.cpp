@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
 
   if (cp->parsed()) {
     cp_args.pass_given = cp->get_option("--pass")->count() > 0;
+    cp_args.kv_cache_given = cp->get_option("--kv-cache")->count() > 0;
     try {
       cplab::bench::check_cp_args(cp_args);
       if (const auto rc = cplab::cuda::no_device_exit("cplab-bench: ")) return *rc;

@@ -59,8 +59,8 @@ bad = [(["--dtype", "half"], "--dtype 'half' must be double or float"),
        (["--modes", "ring"], "ring"),
        (["--seq", "100", "--cp", "8"], "100"),
        (["--peak-size", "9000"], "--peak-size must be in [64, 8192]"),
-       (["--infer-modes", "a2a"], "a2a"),
-       (["--kv-cache", "-1"], "-1")]
+       (["--infer-modes", "a2a"], "mode 'a2a' is not an inference mode"),
+       (["--kv-cache", "-1"], "--kv-cache -1 must be >= 0")]
 for args, words in bad:
     q = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
     if q.returncode != 2 or "cplab-cpu-bench: error:" not in q.stderr or words not in q.stderr:
