@@ -242,17 +242,18 @@ void gpu_infer_forward(const GpuInferSpec& s, const std::vector<GpuInferRank*>& 
       }
       if (does_compute(work)) {
         const Nvtx step("decode-ag step 1: tiles");
+        const std::int64_t tiles_step = c.N() > 1 ? 1 : 0;  // the trace's: with N = 1 the tile is the only step
         for (std::size_t xi = 0; xi < ranks.size(); ++xi) {
           GpuInferRank* x = ranks[xi];
           cudaStream_t st = x->compute.get();
-          if (times) times->start(1, xi, st);
+          if (times) times->start(tiles_step, xi, st);
           for (std::size_t ti = 0; ti < x->plan.tiles.size(); ++ti) {
             const InferGpuTile& t = x->plan.tiles[ti];
             std::byte* slot = x->parts.data() + sz(t.q_owner) * x->slot_bytes;
             run_tile(s, t, x->masks[ti], x->gathered.data() + sz(t.q_owner) * q_bytes(s), x->kv.data(), slot,
                      reinterpret_cast<float*>(slot + x->slot_lse), st);
           }
-          if (times) times->stop(1, xi, st);
+          if (times) times->stop(tiles_step, xi, st);
         }
       }
       return_and_merge(s, ranks, work);

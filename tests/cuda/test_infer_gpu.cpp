@@ -5,7 +5,7 @@
 // and T = 1, cp - 1, 2 cp, 33 new tokens; GQA; causal, a window, a chunk and sinks; one request
 // and packed requests; kernel v2 in bf16 and v1 in fp32, within cuda/README.md's tolerances
 // (test_gpu_util.h tolerance). Also the bytes the ranks sent: N - 1 padded blocks per rank on the
-// rings, and none at cp 1.
+// rings (or the gather), N - 1 all-to-all slots for the variants that return partials, none at cp 1.
 // What it is not: a timing (cplab-bench cp --infer), or the plan's own check (the kernel emulation
 // runs the same plan on the CPU: emu/test_infer_emu.cpp).
 // Needs a GPU: the binary skips (exit 77) without one.
@@ -82,10 +82,12 @@ void run_case(const InferFields& f, DType t, Kernel k) {
   const Tol tol = tolerance(t);
   CHECK(rel(o, ref.o.data) <= tol.o);
   CHECK(lse_err(lse, ref.lse) <= tol.lse);
-  // the bytes every rank posted: the ring's N - 1 padded blocks (the a2a and the gather add theirs)
-  const std::uint64_t ring = static_cast<std::uint64_t>(own[0]->ring_block_bytes()) * static_cast<std::uint64_t>(N - 1);
-  if (N == 1) CHECK(world.total_bytes_sent() == 0);
-  else CHECK(world.total_bytes_sent() >= ring * static_cast<std::uint64_t>(N));
+  // the bytes the ranks sent to others: every rank N - 1 padded ring blocks (pass-KV: Mkv rows of K|V;
+  // pass-Q: Mq rows of Q) or gather blocks (decode-ag: Mq rows of Q), and N - 1 all-to-all slots
+  const std::uint64_t pairs = static_cast<std::uint64_t>(N * (N - 1));
+  const std::uint64_t gather = spec.mode() == InferMode::decode_ag ? static_cast<std::uint64_t>(spec.Mq() * h * d) * e : 0;
+  CHECK(world.total_bytes_sent() ==
+        pairs * (own[0]->ring_block_bytes() + gather + own[0]->slot_bytes));
 }
 
 InferFields fields(InferMode m, index_t N, std::vector<index_t> P, std::vector<index_t> T) {
