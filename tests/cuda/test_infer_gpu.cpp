@@ -117,7 +117,7 @@ TEST_CASE("gpu inference: every variant and cache layout, P = 0, 1, 7, 100, T = 
       for (index_t N : {1, 4})
         for (index_t P : {0, 1, 7, 100})
           for (index_t T : {index_t{1}, N - 1, 2 * N, index_t{33}}) {
-            if (T < 1) continue;
+            if (T < 1 || (N == 1 && (P == 1 || P == 7))) continue;  // cp 1: P = 0 and 100 suffice
             InferFields f = fields(m, N, {P}, {T});
             f.cache_layout = cl;
             run_case(f, DType::bf16, Kernel::v2);
