@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <string>
 
@@ -211,4 +213,14 @@ TEST_CASE("infer: the spec's rules name what they break") {
   CHECK_THROWS_AS(parse_infer_mode("allgather"), Error);
   CHECK(parse_infer_mode("pass-q") == InferMode::pass_q);
   CHECK_THROWS_AS(parse_cache_layout("striped"), Error);
+}
+
+TEST_CASE("infer: docs/modes.md's inference table is the table's own") {
+  std::ifstream f(CPLAB_SOURCE_DIR "/docs/modes.md");
+  REQUIRE(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string table = infer_comm_table_markdown();
+  INFO("docs/modes.md's inference table must read, line for line:\n" << table);
+  CHECK(ss.str().find(table) != std::string::npos);
 }
