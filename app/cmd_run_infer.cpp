@@ -214,7 +214,7 @@ int run_infer_action(InferRunArgs& a) {
     std::cout << "\n";
     print_ranks(r);
     std::cout << "memory estimate: " << mib(infer_memory_estimate(rs))
-              << " (inputs, the oracle's output, every rank's shards and partials)\n"
+              << " (inputs and results, then the larger of the ranks' shards and partials or the oracle's request)\n"
               << "time: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
               << fmt("%.3f", r.reference_seconds) << " s\n";
   }
