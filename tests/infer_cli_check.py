@@ -159,6 +159,17 @@ chk = ["check", "--mode", "pass-q", "--cp", "3", "--kv-cache", "19,4", "--cu-seq
 p = run(*chk)
 if p.returncode != 0 or not p.stdout.startswith("equivalent\n"):
     fail(f"check of cplab run's outputs: exit {p.returncode}, first line {p.stdout[:80]!r} {p.stderr[:300]}")
+# float32 outputs of a float run: equivalent at float32's tolerance
+out32 = path("npy_out_f32")
+p = run("run", "--mode", "decode-ag", "--cp", "3", "--kv-cache", "19,4", "--cu-seqlens", "0,5,8", "--causal", "--dtype", "float",
+        *inputs, "--out-dir", out32)
+if p.returncode != 0 or np.load(os.path.join(out32, "o.npy")).dtype != np.float32:
+    fail(f"float run: exit {p.returncode} {p.stderr[:300]}")
+else:
+    p = run("check", "--mode", "decode-ag", "--cp", "3", "--kv-cache", "19,4", "--cu-seqlens", "0,5,8", "--causal",
+            "--inputs", IN, "--outputs", out32)
+    if p.returncode != 0 or not p.stdout.startswith("equivalent\n") or "(float32)" not in p.stdout:
+        fail(f"check of float32 outputs: exit {p.returncode}, {p.stdout[:400]!r}")
 # the new tokens' positions taken from 0 (the offset forgotten): O and LSE from NumPy with P = 0 positions
 bad = path("from_zero")
 os.makedirs(bad, exist_ok=True)
