@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "infer/infer_spec.h"
+#include "layout/layout_index.h"
 #include "plan/infer_plan_model.h"
 
 namespace cplab::app {
@@ -48,7 +49,9 @@ int table_action(const PlanInferArgs& o, InferPlanProblem p, const PerfAssumptio
   require(!o.given_kv_cache,
           "--infer-table sets T and P itself (T/(T+P) from 0.1% to 100% of --seq tokens): drop --kv-cache");
   require(!o.json, "--infer-table prints a markdown table: drop --json");
-  p.T = o.seq;  // the context's limits (T + P = --seq)
+  require(o.seq >= 1 && o.seq <= kMaxPackedTokens, "--infer-table: --seq " + std::to_string(o.seq) +
+                                                      " (the context T + P) must be in [1, 1099511627776 = 2^40]");
+  p.T = o.seq;  // the context's other limits (T + P = --seq)
   p.P = 0;
   check_infer_plan_problem(p);
   if (check_only) return 0;
