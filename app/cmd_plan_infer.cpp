@@ -112,10 +112,10 @@ int plan_infer_action(const PlanInferArgs& o) {
               << "\n";
     return 0;
   }
-  std::printf("cplab plan: one inference step, T = %lld new tokens over P = %lld cached (T/(T+P) = %.3g%%), %s, %s, head dim %lld, %s, bf16\n"
+  std::printf("cplab plan: one inference step, T = %lld new token%s over P = %lld cached (T/(T+P) = %.3g%%), %s, %s, head dim %lld, %s, bf16\n"
               "on %lld GPUs (%lld per node, %s), one layer's attention, predicted by the model of reference/plan/perf_model.h\n"
               "on each variant's planned trace (reference/infer/infer_plan.h)\n\n",
-              static_cast<long long>(p.T), static_cast<long long>(p.P), 100.0 * static_cast<double>(p.T) / static_cast<double>(p.T + p.P),
+              static_cast<long long>(p.T), p.T == 1 ? "" : "s", static_cast<long long>(p.P), 100.0 * static_cast<double>(p.T) / static_cast<double>(p.T + p.P),
               plural(p.heads, "query head").c_str(), plural(p.kv_heads, "KV head").c_str(), static_cast<long long>(p.head_dim),
               mask_words(p).c_str(), static_cast<long long>(p.gpus), static_cast<long long>(o.perf.gpus_per_node),
               plural(nodes, "node").c_str());

@@ -11,6 +11,8 @@
 // equality with the tool (tests/infer_plan_table_check.py).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "infer/infer_run.h"
 #include "plan/infer_plan_model.h"
@@ -110,10 +112,15 @@ TEST_CASE("infer plan: the flip: a long cache passes Q, a full prefill passes KV
 }
 
 TEST_CASE("infer plan: the difference sentence is there exactly when the model and the rule disagree") {
+  // the docs table's fractions, and T around the rule's T threshold T*, where the model's crossover
+  // (pass-Q pays its closing all-to-all) comes first
   int differ = 0, rows = 0;
-  for (index_t N : {4, 16})
-    for (double f : infer_table_fractions()) {
-      const index_t T = std::max<index_t>(1, static_cast<index_t>(std::llround(f * 131072)));
+  for (index_t N : {4, 16}) {
+    const double star = infer_paper_rule(slice405b(N, 1, 0), across_nodes()).t_threshold;
+    std::vector<index_t> Ts;
+    for (double f : infer_table_fractions()) Ts.push_back(std::max<index_t>(1, static_cast<index_t>(std::llround(f * 131072))));
+    for (double x : {0.8, 0.9, 0.95, 0.99, 1.0, 1.01, 1.1}) Ts.push_back(static_cast<index_t>(std::ceil(x * star)));
+    for (index_t T : Ts) {
       const InferPlanProblem p = slice405b(N, T, 131072 - T);
       const std::vector<InferPlanOption> v = infer_plan_options(p, across_nodes());
       const PaperRule r = infer_paper_rule(p, across_nodes());
@@ -128,7 +135,10 @@ TEST_CASE("infer plan: the difference sentence is there exactly when the model a
       }
       ++rows;
     }
+  }
   MESSAGE(differ << " of " << rows << " rows differ");
+  CHECK(differ > 0);        // both branches of the check above were taken
+  CHECK(differ < rows);
 }
 
 TEST_CASE("infer plan: the problem's limits name the rule") {

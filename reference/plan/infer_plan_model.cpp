@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/util.h"
 #include "infer/infer_plan.h"
 #include "layout/layout_index.h"
 #include "modes/cp_spec.h"
@@ -64,6 +65,12 @@ void check_infer_plan_problem(const InferPlanProblem& p) {
   check_range(p.heads, "heads", 1, kMaxHeads, "cplab's limit on head counts and head dims");
   check_range(p.kv_heads, "kv-heads", 1, kMaxHeads, "cplab's limit on head counts and head dims");
   check_range(p.head_dim, "head-dim", 1, kMaxHeads, "cplab's limit on head counts and head dims");
+  // the plan's own bound, before InferSpec lists every row: the ring variants walk N (2T + P) token
+  // rows, and the trace's spans grow with them (an interleaved cache: a span per cached row per tile)
+  const double rows = static_cast<double>(p.gpus) * (2.0 * static_cast<double>(p.T) + static_cast<double>(p.P));
+  require(rows <= kMaxInferPlanRows, "planning this step walks N x (2T + P) = " + approx(rows) +
+                                         " token rows, more than the inference planner's " + approx(kMaxInferPlanRows) +
+                                         " (its trace's memory; a million tokens on 128 ranks fits)");
   CpFields mask;
   mask.causal = p.causal;
   mask.window = p.window;
@@ -173,10 +180,12 @@ std::string infer_rule_difference(const InferPlanProblem& p, const std::vector<I
       return b;
     }
     std::snprintf(b, sizeof b,
-                  "the model takes pass-KV where the rule says pass-Q: the rule leaves out pass-Q's closing all-to-all of the "
-                  "partial outputs (%s, exposed: nothing is left to overlap it with; its ring exposes %s more), while pass-KV "
-                  "exposes only %s of its transfer (the rule counts the whole KV transfer once T < %.0f)",
-                  ms(q.collective_us).c_str(), ms(q.ring_exposed_us).c_str(), ms(kv.ring_exposed_us).c_str(), rule.t_threshold);
+                  "the model takes pass-KV where the rule says pass-Q: below T = %.0f the rule gives up pass-KV as soon as its "
+                  "transfer stops hiding, but here it exposes only %s (the part of each step's transfer beyond its compute), "
+                  "less than pass-Q's closing all-to-all of the partial outputs, %s exposed (nothing is left to overlap it "
+                  "with), which the rule leaves out%s",
+                  rule.t_threshold, ms(kv.ring_exposed_us).c_str(), ms(q.collective_us).c_str(),
+                  q.ring_exposed_us < 0.5 ? "" : (" (pass-Q's ring exposes " + ms(q.ring_exposed_us) + " more)").c_str());
     return b;
   }
   // the model takes pass-Q where the rule says pass-KV: pass-KV's transfer does not hide as the rule expects
@@ -205,14 +214,35 @@ std::string infer_rule_table_markdown(const InferPlanProblem& shape, index_t con
                                       const PerfAssumptions& a) {
   require(context >= 1 && context <= kMaxPackedTokens, "the table's context (--seq) must be in [1, 2^40]");
   std::string md =
-      "| T/(T+P) | T | P | pass-KV (ms) | pass-Q (ms) | decode-pass-q (ms) | decode-ag (ms) | model: pass-KV or pass-Q | "
-      "paper's rule | why they differ |\n"
-      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
+      "| T/(T+P) | T | P | pass-KV (ms) | pass-Q (ms) | decode-pass-q (ms) | decode-ag (ms) | fastest of the four | "
+      "model: pass-KV or pass-Q | paper's rule | why they differ |\n"
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |\n";
+  // the rows: T = f * context for each fraction, and two rows where the model and the rule part, just
+  // below and at the rule's T threshold T* (0.95 T* and ceil(T*)), when they fall inside the context
+  std::vector<std::pair<index_t, std::string>> rows;
+  auto pct = [&](index_t T) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g%%", 100.0 * static_cast<double>(T) / static_cast<double>(context));
+    return std::string(b);
+  };
   for (double f : fractions) {
+    const index_t T = std::min(context, std::max<index_t>(1, static_cast<index_t>(std::llround(f * static_cast<double>(context)))));
+    char b[32];
+    std::snprintf(b, sizeof b, "%g%%", 100 * f);
+    rows.emplace_back(T, b);
+  }
+  InferPlanProblem one = shape;
+  one.T = 1;
+  one.P = 0;
+  const double star = infer_paper_rule(one, a).t_threshold;
+  for (const auto& [T, name] : {std::pair{static_cast<index_t>(std::llround(0.95 * star)), "0.95 T*"},
+                                 std::pair{static_cast<index_t>(std::ceil(star)), "T*"}})
+    if (T >= 1 && T < context) rows.emplace_back(T, pct(T) + " (" + name + ")");
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [T, name] : rows) {
     InferPlanProblem p = shape;
-    p.T = std::max<index_t>(1, static_cast<index_t>(std::llround(f * static_cast<double>(context))));
-    p.T = std::min(p.T, context);
-    p.P = context - p.T;
+    p.T = T;
+    p.P = context - T;
     const std::vector<InferPlanOption> v = infer_plan_options(p, a);
     const PaperRule rule = infer_paper_rule(p, a);
     auto t = [&](InferMode m) {
@@ -223,11 +253,9 @@ std::string infer_rule_table_markdown(const InferPlanProblem& shape, index_t con
       return std::string(b);
     };
     const std::optional<bool> model = infer_model_pass_kv(v);
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%g%%", 100 * f);
-    md += std::string("| ") + pct + " | " + std::to_string(p.T) + " | " + std::to_string(p.P) + " | " + t(InferMode::pass_kv) +
+    md += "| " + name + " | " + std::to_string(p.T) + " | " + std::to_string(p.P) + " | " + t(InferMode::pass_kv) +
           " | " + t(InferMode::pass_q) + " | " + t(InferMode::decode_pass_q) + " | " + t(InferMode::decode_ag) + " | " +
-          (model ? (*model ? "pass-KV" : "pass-Q") : "-") + " | " + (rule.pass_kv ? "pass-KV" : "pass-Q") +
+          (v.front().valid ? to_string(v.front().mode) : std::string("-")) + " | " + (model ? (*model ? "pass-KV" : "pass-Q") : "-") + " | " + (rule.pass_kv ? "pass-KV" : "pass-Q") +
           (rule.t_holds ? " (T)" : "") + (rule.ratio_holds ? " (ratio)" : "") + " | " +
           infer_rule_difference(p, v, rule, true) + " |\n";
   }

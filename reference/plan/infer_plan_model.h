@@ -42,8 +42,11 @@ struct InferPlanProblem {
 };
 
 // The limits, before anything is derived (cplab::Error naming the rule): gpus in [1, 256], T in
-// [1, 2^40], P in [0, 2^40], T + P <= 2^40, heads, kv-heads, head-dim in [1, 65536], the mask rules.
+// [1, 2^40], P in [0, 2^40], T + P <= 2^40, N (2T + P) <= kMaxInferPlanRows (the rows the ring
+// variants' plans walk, and a bound on their traces' memory), heads, kv-heads, head-dim in
+// [1, 65536], the mask rules.
 // Each variant then meets InferSpec's rules and the planner's work bound, or is listed with the rule.
+inline constexpr double kMaxInferPlanRows = 268435456.0;  // 2^28
 void check_infer_plan_problem(const InferPlanProblem& p);
 
 struct InferPlanOption {
@@ -86,8 +89,10 @@ std::string infer_rule_difference(const InferPlanProblem& p, const std::vector<I
                                   bool brief = false);
 
 // docs/plan.md's table: for each fraction f of fractions (T = max(1, round(f * context)), P =
-// context - T), the four variants' times, the model's choice between pass-KV and pass-Q, the
-// rule's, and why they differ. shape: p's heads, kv-heads, head-dim, gpus, mask and layouts.
+// context - T), and at T = round(0.95 T*) and ceil(T*) (T* the rule's T threshold, where the two
+// part), the four variants' times, the model's choice between pass-KV and pass-Q, the rule's (with
+// the condition that held: (T), (ratio)), and why they differ. shape: its heads, kv-heads,
+// head-dim, gpus, mask and layouts.
 std::string infer_rule_table_markdown(const InferPlanProblem& shape, index_t context, const std::vector<double>& fractions,
                                       const PerfAssumptions& a);
 // the docs table's fractions: 0.1%, 0.3%, 1%, 3%, 10%, 30%, 100%
