@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """infer_plan_table_check.py: docs/plan.md's tables of the model's choice and the paper's rule for an
-inference step are what `cplab plan --infer-table` prints now (ctest `infer_plan_table`).
+inference step are what `cplab plan --infer-table` prints now, and `cplab plan --kv-cache P --seq T`
+prints both the model's choice and the paper's rule, as text and as --json (ctest `infer_plan_table`).
 
 Usage: infer_plan_table_check.py PATH/TO/cplab PAGE.md [--write]
 Every table to check sits between
@@ -13,6 +14,7 @@ made). A page with no marker fails: the test would check nothing.
 What it is not: a check of the model's numbers (tests/test_infer_plan_model.cpp) or of the rule
 (tests/test_paper_rule.cpp).
 """
+import json
 import shlex
 import subprocess
 import sys
@@ -53,6 +55,31 @@ while i < len(lines):
                             + (diff[0] if diff else "  (one is a prefix of the other)"))
         out.extend(now if write else lines[i:j])
     i = j
+# one inference step, as text and as JSON: the model's choice, the rule's, and why they differ (T just
+# below the rule's T threshold on 4 nodes, where they part: docs/plan.md) or that they agree
+STEP = ["plan", "--heads", "16", "--kv-heads", "1", "--head-dim", "128", "--gpus", "4", "--gpus-per-node", "1"]
+for T, agree in ((1311, True), (1807, False)):
+    argv = STEP + ["--kv-cache", str(131072 - T), "--seq", str(T)]
+    if write:
+        break
+    text = subprocess.run([cplab, *argv], capture_output=True, text=True, timeout=120)
+    js = subprocess.run([cplab, *argv, "--json"], capture_output=True, text=True, timeout=120)
+    if text.returncode != 0 or js.returncode != 0:
+        failures.append(f"cplab {' '.join(argv)} [--json] exited {text.returncode} / {js.returncode}: {text.stderr}{js.stderr}")
+        continue
+    j = json.loads(js.stdout)
+    rule, model = j["paper_rule"]["choice"], j["model_pass_kv_or_pass_q"]
+    want = [f"recommended: ", "the paper's rule (Algorithm 1 of arXiv 2411.01783", j["paper_rule"]["reason"],
+            "the model, between the same two: " + ("pass-KV" if model == "p2p" else "pass-Q"),
+            "they agree" if agree else "they differ:"] + ([] if agree else [j["why_they_differ"]])
+    for w in want:
+        if w not in text.stdout:
+            failures.append(f"cplab {' '.join(argv)} does not print '{w}'")
+    if j["agree"] != agree or (rule == model) != agree or bool(j["why_they_differ"]) == agree:
+        failures.append(f"cplab {' '.join(argv)} --json: agree {j['agree']}, model {model}, rule {rule}, "
+                        f"why '{j['why_they_differ']}' (expected agree = {agree})")
+    if {v["mode"] for v in j["variants"]} != {"p2p", "pass-q", "decode-pass-q", "decode-ag"}:
+        failures.append(f"cplab {' '.join(argv)} --json: variants {[v['mode'] for v in j['variants']]}")
 if found == 0:
     failures.append(f"{page}: no '{BEGIN}...' marker: the test would check nothing")
 if write and not failures:
