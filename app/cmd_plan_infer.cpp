@@ -71,8 +71,8 @@ int plan_infer_action(const PlanInferArgs& o) {
   p.window = o.window;
   p.chunk = o.chunk;
   p.cache_layout = parse_cache_layout(o.cache_layout);
+  const PerfAssumptions a = perf_assumptions(o.perf);  // first: its gpus-per-node rule (>= 1) guards the next line
   check_whole_nodes(o.gpus, o.perf.gpus_per_node);
-  const PerfAssumptions a = perf_assumptions(o.perf);
   if (o.table) return table_action(o, p, a);
   const std::vector<index_t> cached = parse_kv_cache(o.kv_cache, 1);  // cplab run's spelling, one request
   p.T = o.seq;

@@ -396,6 +396,8 @@ case("plan_kv_cache_gpus_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--
 case("plan_kv_cache_gpus_huge", [*INFER, "--kv-cache", "100", "--seq", "10", "--gpus", "512"], needle="gpus 512 is more than 256")
 case("plan_kv_cache_whole_nodes", [*INFER, "--kv-cache", "100", "--seq", "10", "--gpus", "12", "--gpus-per-node", "8"],
      needle="gpus 12 must fill whole nodes of gpus-per-node = 8")
+case("plan_kv_cache_gpus_per_node_zero", [*INFER, "--kv-cache", "10", "--seq", "10", "--gpus-per-node", "0"],
+     needle="gpus-per-node 0 must be >= 1")  # was a SIGFPE (gpus % 0) before the rule came first
 case("plan_kv_cache_heads_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--kv-heads", "0"], needle="kv-heads 0 must be >= 1")
 case("plan_kv_cache_window_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--window", "0"],
      needle="--window 0 must be in [1, 2147483647]")
