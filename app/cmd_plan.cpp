@@ -5,7 +5,8 @@
 // mask_options.h; --cp is --gpus, as cplab run names it), the candidates of planner.h, a table
 // (predicted forward / backward time per layer, efficiency, exposed communication), the
 // recommendation with its reason in one line (planner.h plan_choice), and every assumption the
-// numbers rest on.
+// numbers rest on (print_plan_assumptions). With --kv-cache P (an inference step of --seq T new
+// tokens) or --infer-table, the options go to cmd_plan_infer.cpp instead.
 // What it is not: a measurement; the model is perf_model.h.
 #include <cstdio>
 #include <iostream>
