@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "core/error.h"
 #include "core/util.h"
@@ -96,9 +97,12 @@ std::vector<InferPlanOption> infer_plan_options(const InferPlanProblem& p, const
       const TraceShape shape{static_cast<double>(s.spec.d()), static_cast<double>(s.spec.dv()), 4.0,
                              static_cast<double>(s.spec.T()), p.causal};
       o.pred = predict(t, shape, a);
+      std::set<int> collective;  // the steps of a gather or all-to-all (alone in their step: exposed)
+      for (const Event& e : t.events())
+        if (e.kind == EventKind::send && e.op != "p2p") collective.insert(e.step);
       for (const StepTime& st : o.pred.steps) {
         o.compute_us += st.compute_us;
-        if (st.compute_us == 0) o.collective_us += st.time_us;
+        if (collective.count(st.step)) o.collective_us += st.time_us - st.compute_us;
         else o.ring_exposed_us += st.time_us - st.compute_us;
       }
       for (const Event& e : t.events())

@@ -57,8 +57,8 @@ struct InferPlanOption {
   PerfPrediction pred;           // forward only: pred.fwd_us is the step's time
   double compute_us = 0;         // sum over steps of the slowest rank's compute
   double flops = 0;              // the trace's tile FLOPs (the mask's visible pairs only)
-  double collective_us = 0;      // the steps with no tile (gather, closing all-to-all): exposed
-  double ring_exposed_us = 0;    // exposed communication of the steps with tiles
+  double collective_us = 0;      // exposed time of the gather and all-to-all steps (no tile beside them)
+  double ring_exposed_us = 0;    // exposed communication of the ring's steps
   double message_rows = 0;       // rows of one ring message (Mkv or Mq, padded as the paper does); 0: no ring
   double message_bytes = 0;      // bytes of one ring message on the wire (bf16)
   double alpha_us = 0;           // the latency of the ranks' link, per transfer
