@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """infer_plan_table_check.py: docs/plan.md's tables of the model's choice and the paper's rule for an
-inference step are what `cplab plan --infer-table` prints now, and `cplab plan --kv-cache P --seq T`
-prints both the model's choice and the paper's rule, as text and as --json (ctest `infer_plan_table`).
+inference step are what `cplab plan --infer-table` prints now, its worked examples of `cplab plan
+--kv-cache` are what the tool prints now, and `cplab plan --kv-cache P --seq T` prints both the model's
+choice and the paper's rule, as text and as --json (ctest `infer_plan_table`).
 
 Usage: infer_plan_table_check.py PATH/TO/cplab PAGE.md [--write]
 Every table to check sits between
@@ -80,11 +81,35 @@ for T, agree in ((1311, True), (1807, False)):
                         f"why '{j['why_they_differ']}' (expected agree = {agree})")
     if {v["mode"] for v in j["variants"]} != {"p2p", "pass-q", "decode-pass-q", "decode-ag"}:
         failures.append(f"cplab {' '.join(argv)} --json: variants {[v['mode'] for v in j['variants']]}")
+# the page's worked examples of `cplab plan --kv-cache` are what the tool prints now, line for line (up
+# to a last "(the assumptions, ...)" line standing for the assumptions block)
+examples = 0
+text_lines = "\n".join(lines).split("\n")
+for k, line in enumerate(text_lines):
+    if not line.startswith("$ cplab plan --kv-cache") or write:
+        continue
+    body = []
+    for l in text_lines[k + 1:]:
+        if l.startswith("```"):
+            break
+        body.append(l)
+    while body and (body[-1] == "" or body[-1].startswith("(the assumptions")):
+        body.pop()
+    examples += 1
+    p = subprocess.run([cplab, *shlex.split(line[2:])[1:]], capture_output=True, text=True, timeout=120)
+    now = p.stdout.split("\n")[:len(body)]
+    if p.returncode != 0 or now != body:
+        diff = [f"  page: {a}\n  tool: {b}" for a, b in zip(body, now) if a != b]
+        failures.append(f"{page} line {k + 1}: `{line[2:]}` prints other lines now (exit {p.returncode}):\n"
+                        + (diff[0] if diff else "  (one is a prefix of the other)"))
+if examples == 0 and not write:
+    failures.append(f"{page}: no `$ cplab plan --kv-cache` example found (the test would check none)")
 if found == 0:
     failures.append(f"{page}: no '{BEGIN}...' marker: the test would check nothing")
 if write and not failures:
     open(page, "w", encoding="utf-8").write("\n".join(out))
 for f in failures:
     print("FAIL:", f)
-print(f"infer_plan_table_check: {found} tables {'written' if write else 'checked'}, {len(failures)} failed")
+print(f"infer_plan_table_check: {found} tables {'written' if write else 'checked'}, {examples} examples checked, "
+      f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
