@@ -69,7 +69,9 @@ std::vector<InferPlanOption> infer_plan_options(const InferPlanProblem& p, const
 // the one with the given mode (it is always in the list)
 const InferPlanOption& infer_option(const std::vector<InferPlanOption>& v, InferMode m);
 
-// the rule on the model's hardware: C = a.gpu.fwd_tflops, BW = the ranks' link p2p bandwidth, e = 2
+// the rule on the model's hardware: C = a.gpu.fwd_tflops (the preset or --tflops; with a calibration
+// file the model's tiles take measured rates, the rule keeps this one), BW = the ranks' link p2p
+// bandwidth, e = a.bytes_per_element (bf16: 2)
 PaperRule infer_paper_rule(const InferPlanProblem& p, const PerfAssumptions& a);
 // the link the ring crosses: a.inter when the N ranks span nodes, else a.intra
 const LinkPreset& infer_ring_link(const InferPlanProblem& p, const PerfAssumptions& a);
