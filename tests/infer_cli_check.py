@@ -192,6 +192,13 @@ p = run(*chk[:-1], bad)
 first = "NOT equivalent: the new tokens' positions taken from 0 instead of P"
 if p.returncode != 1 or not p.stdout.startswith(first):
     fail(f"check of positions-from-0 outputs: exit {p.returncode}, first line {p.stdout.splitlines()[:1]}, expected '{first}...'")
+# O alone (no lse.npy): the same fault, from O
+bad_o = path("from_zero_o_only")
+os.makedirs(bad_o, exist_ok=True)
+np.save(os.path.join(bad_o, "o.npy"), o0)
+p = run(*chk[:-1], bad_o)
+if p.returncode != 1 or not p.stdout.startswith(first):
+    fail(f"check of positions-from-0 O alone: exit {p.returncode}, first line {p.stdout.splitlines()[:1]}")
 p = run(*chk[:-1], bad, "--json")
 try:
     j = json.loads(p.stdout)
