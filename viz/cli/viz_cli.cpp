@@ -124,7 +124,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
                      "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
                          "): its view, run and step beside its explanation, with Previous / Next;\n"
                          "only --page and the display options may be given beside it");
-  // values an int holds go on to lesson_mode.h's rules (--lesson 16: there are 15 lessons); others stop here
+  // values an int holds go on to lesson_mode.h's rules (--lesson 17: there are 16 lessons); others stop here
   const std::string lessons = std::to_string(lesson::viz_lessons().size());
   size_t most_pages = 0;
   for (const auto& l : lesson::viz_lessons()) most_pages = std::max(most_pages, l.pages.size());
