@@ -58,6 +58,8 @@ struct InferFields {
 
 class InferSpec {
  public:
+  // pass-KV over N = 4 ranks, one request of P = 64 cached and T = 16 new tokens, causal
+  InferSpec();
   // validates f (cplab::Error naming the first rule it breaks) and derives the two index spaces
   // and who holds what
   explicit InferSpec(InferFields f);
