@@ -269,7 +269,7 @@ std::string refusal(const std::vector<std::string>& args) {
 }
 }  // namespace
 
-TEST_CASE("cplab-viz options of an inference step: --kv-cache, --mode's variants, --cache-layout; each broken rule named") {
+TEST_CASE("cplab-viz options of an inference step: --kv-cache, --mode's variants, --cache-layout, each broken rule named") {
   const VizLaunch L = parse({"--view", "ring", "--kv-cache", "24", "--seq", "8", "--cp", "4", "--mode", "pass-q", "--cache-layout",
                              "interleaved", "--step", "4"});
   REQUIRE(L.run);

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   show("pass-Q, all-to-all bytes per rank (the partial outputs)", most(q0.trace, "all_to_all"));
   show("pass-Q / pass-KV, all bytes", ratio(static_cast<double>(most(q0.trace)), static_cast<double>(most(kv0.trace))));
   std::printf("With GQA the KV block (2 heads x (d + dv)) is half the Q block (8 heads x d), and pass-Q must also\n"
-              "return the partial outputs (h x (dv + 1) per query, about one more Q block each): KV travels.\n");
+              "return every partial output it computed for another rank's queries (h x (dv + 1) per query, the size\n"
+              "of a Q row and one more value per head): about as many bytes again as its ring. KV travels.\n");
 
   L.step("a follow-up prefill over a long cache: the flip");
   std::printf("T = 64 new tokens over P cached ones (the cache zigzag-sharded as earlier prefills left it), same ring.\n"
@@ -124,10 +125,11 @@ int main(int argc, char** argv) {
   run_and_show(step_spec(InferMode::pass_q, {4032}, {64}));
 
   L.step("decode: one new token per request");
-  std::printf("8 requests, each 1 new token over a cache of 1000, interleaved (token p on rank p mod 4, as serving\n"
-              "engines keep a decode cache); the new tokens placed round-robin. decode-pass-q: the Q ring;\n"
-              "decode-ag: every rank gathers all Q, attends to its shard, one all-to-all returns the partials.\n");
-  const std::vector<index_t> caches(8, 1000), ones(8, 1);
+  std::printf("8 requests with caches of 1000 to 1007 tokens, 1 new token each. The cache is interleaved (token p on\n"
+              "rank p mod 4, as serving engines keep a decode cache) and so are the new tokens (position p on rank\n"
+              "p mod 4): here two on each rank. decode-pass-q: the Q ring; decode-ag: every rank gathers all Q,\n"
+              "attends to its shard, and one all-to-all returns the partials.\n");
+  const std::vector<index_t> caches = {1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007}, ones(8, 1);
   const InferReport dq = run_and_show(step_spec(InferMode::decode_pass_q, caches, ones, CacheLayout::interleaved));
   const InferReport dag = run_and_show(step_spec(InferMode::decode_ag, caches, ones, CacheLayout::interleaved));
   const InferRunSpec pkv = step_spec(InferMode::pass_kv, caches, ones, CacheLayout::interleaved);
@@ -143,8 +145,9 @@ int main(int argc, char** argv) {
   show("decode-ag / decode-pass-q, bytes", ratio(static_cast<double>(most(dag.trace)), static_cast<double>(most(dq.trace))));
   show("pass-KV / decode-pass-q, bytes", ratio(static_cast<double>(most(tpkv)), static_cast<double>(most(dq.trace))));
   std::printf("With T = 1 the cache is everything and Q almost nothing: passing KV would move the whole cache for\n"
-              "one token. Both decode variants move Q and partials only; the ring takes N steps of small messages,\n"
-              "the gather two collectives, which is why serving engines gather.\n");
+              "a token per request. Both decode variants move Q and partials only, the same bytes here; the ring\n"
+              "takes N steps of small messages, the gather and the all-to-all two collectives (the route of vLLM's\n"
+              "decode context parallelism), where each step's fixed latency, not its bytes, is the cost.\n");
 
   L.finish(16, {});
   return 0;

@@ -23,7 +23,7 @@ Scene infer_masks_view(const InferModel& m, const ViewState&, float W, float H) 
   s.title = "The T x (P+T) mask: " + std::to_string(sp.T()) + " new tokens x " + std::to_string(sp.KV()) + " keys (" + sp.mask_name() +
             ", offset by each request's cache), " + std::to_string(pairs) + " visible pairs; below, the tiles of " +
             infer_variant_label(sp.mode());
-  const float ph = (H - 90) / 2;
+  const float ph = (H - 100) / 2;
   // top: the mask
   const InferFrame top = infer_frame(sp, 60, 26, W - 80, ph);
   const int p_mask = s.panel("mask", top.x, top.y, top.x1(), top.y1());
@@ -40,8 +40,8 @@ Scene infer_masks_view(const InferModel& m, const ViewState&, float W, float H) 
   rec.pairs = pairs, rec.cell_w = top.cw, rec.cell_h = top.ch;
   s.tile_drawn(std::move(rec), first);
   // bottom: every forward tile of the trace, by rank
-  const InferFrame bot = infer_frame(sp, 60, top.y1() + 40, W - 80, ph);
-  s.text(bot.x, bot.y - 18, "every tile of the trace (all steps), colour = the rank computing it", kText);
+  const InferFrame bot = infer_frame(sp, 60, top.y1() + 46, W - 80, ph);
+  s.text(bot.x + 170, bot.y - 34, "every tile of the trace (all steps), colour = the rank computing it", kText);
   const int p_tiles = s.panel("tiles", bot.x, bot.y, bot.x1(), bot.y1());
   draw_infer_frame(s, m, bot);
   std::int64_t tile_pairs = 0;

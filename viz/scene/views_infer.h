@@ -52,7 +52,7 @@ void draw_infer_cells(Scene& s, const InferModel& m, const InferFrame& f, const 
                       const std::vector<index_t>& cols, Rgba fill, const std::string& tag, int rank, const std::string& info);
 // a tile event of the trace drawn in `panel`: its cells and its record (scene.h TileRec)
 void draw_infer_tile(Scene& s, const InferModel& m, const InferFrame& f, const Event& e, int panel, Rgba fill);
-// the variant's name as the views write it: "pass-KV (p2p)", "pass-Q (pass-q)", ...
+// the variant's name as the views write it: the mode table's title ("p2p (pass-KV)", "pass-q", ...)
 std::string infer_variant_label(InferMode mode);
 // per rank: the sum over the trace's forward events of this kind of bytes (sends) or FLOPs (tiles)
 std::vector<double> infer_per_rank(const Trace& t, EventKind kind, int N);
