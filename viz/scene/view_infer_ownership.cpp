@@ -35,10 +35,13 @@ void kv_strip(Scene& s, index_t KV, float x0, float y, float w, int rank, const 
         if (x.a == 0) continue;
         R += x.r, G += x.g, B += x.b, n += 1;
       }
-      // a pixel is drawn where at least a third of its tokens are (a rank's strip stays readable)
-      if (n > 0 && 3 * n >= static_cast<double>(b - a))
-        c = {static_cast<std::uint8_t>(std::lround(R / n)), static_cast<std::uint8_t>(std::lround(G / n)),
-             static_cast<std::uint8_t>(std::lround(B / n)), 255};
+      // a pixel holding any drawn token: their mean colour, fainter where they are a small part of its
+      // tokens (an interleaved shard seen from afar), never fainter than 40%
+      if (n > 0)
+        c = mix(kBackground,
+                Rgba{static_cast<std::uint8_t>(std::lround(R / n)), static_cast<std::uint8_t>(std::lround(G / n)),
+                     static_cast<std::uint8_t>(std::lround(B / n)), 255},
+                0.4 + 0.6 * n / static_cast<double>(b - a));
     }
     if (p == px || !(c == run)) {
       if (p > 0 && run.a > 0) s.rect(x0 + static_cast<float>(run0) * bw, y, x0 + static_cast<float>(p) * bw, y + kStripH, run, kNone, "strip", rank);
