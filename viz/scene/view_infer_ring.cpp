@@ -99,10 +99,9 @@ Scene infer_ring_view(const InferModel& m, const ViewState& v, float W, float H)
       s.prims.back().rank = r;
     }
   } else if (tiles.empty() && !sends.empty()) {
-    s.text(rx, ny + 8,
-           sends.front()->op == "all_to_all" ? "the partial (O, LSE) of every visiting block go back to their owners, who merge them"
-                                              : "the new tokens' Q gathered on every rank",
-           kText, "comm_step");
+    const bool a2a = sends.front()->op == "all_to_all";
+    s.text(rx, ny + 8, a2a ? "the partial (O, LSE) of every Q block" : "every new token's Q gathered", kText, "comm_step");
+    s.text(rx, ny + 24, a2a ? "goes back to its owner, who merges them" : "on every rank", kText, "comm_step");
   }
   std::vector<double> now(static_cast<size_t>(N), 0);
   for (const Event* e : sends) now[static_cast<size_t>(e->rank)] += static_cast<double>(e->bytes);
