@@ -288,4 +288,6 @@ TEST_CASE("cplab-viz options of an inference step: --kv-cache, --mode's variants
   CHECK(refusal({"--kv-cache", "8", "--view", "ring", "--phase", "bwd"}).find("--phase bwd --step 0 is not in the trace") == 0);
   CHECK(refusal({"--kv-cache", "-1"}) != "accepted");  // the spec's rule (infer_spec.h parse_kv_cache), named there
   CHECK(refusal({"--kv-cache", "8", "--cache-layout", "striped"}) != "accepted");
+  // a step too large to draw is refused before the spec allocates its token lists
+  CHECK(refusal({"--kv-cache", "1099511627776", "--seq", "8"}).find("--kv-cache: the cache and new tokens add up to") == 0);
 }

@@ -19,6 +19,11 @@ InferFields infer_fields(const VizParams& p) {
     for (size_t i = 1; i < c.cu_seqlens.size(); ++i) f.fresh.push_back(c.cu_seqlens[i] - c.cu_seqlens[i - 1]);
   }
   f.cached = parse_kv_cache(p.kv_cache, static_cast<index_t>(f.fresh.size()));
+  double tokens = 0;  // in double: each term may be up to 2^40 (the spec's own rule comes after this one)
+  for (size_t b = 0; b < f.cached.size() && b < f.fresh.size(); ++b) tokens += static_cast<double>(f.cached[b]) + static_cast<double>(f.fresh[b]);
+  require(tokens <= static_cast<double>(kMaxVizInferTokens),
+          "--kv-cache: the cache and new tokens add up to " + std::to_string(static_cast<long long>(tokens)) +
+              ", more than the " + std::to_string(kMaxVizInferTokens) + " tokens cplab-viz draws an inference step of");
   f.heads = c.heads, f.kv_heads = c.kv_heads, f.head_dim = c.head_dim, f.v_head_dim = c.v_head_dim;
   f.causal = c.causal, f.window = c.window, f.chunk = c.chunk, f.sinks = c.sinks, f.sink_logits = c.sink_logits;
   f.scale = c.scale;

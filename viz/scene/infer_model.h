@@ -28,6 +28,11 @@ namespace cplab::viz {
 
 struct VizParams;
 
+// the most tokens (cache + new, all requests) cplab-viz draws an inference step of: the spec, the
+// planned traces and the views hold a few words per token (about 1 GB at this bound) and walk every
+// token per frame; refused above it by name before anything is allocated
+inline constexpr index_t kMaxVizInferTokens = index_t{1} << 24;
+
 struct InferModel {
   InferRunSpec run;  // the step drawn
   Trace trace;       // infer_plan_trace(run)
