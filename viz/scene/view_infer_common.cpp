@@ -2,6 +2,7 @@
 // reference's mask, a tile's record (see views_infer.h).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "layout/thd.h"
 #include "views_infer.h"
@@ -47,6 +48,15 @@ void draw_infer_cells(Scene& s, const InferModel& m, const InferFrame& f, const 
   const bool exact = static_cast<double>(nq) * static_cast<double>(nk) <= static_cast<double>(kExactCells);
   const auto q_of = [&](index_t a) { return m.query_of_kv[static_cast<size_t>(rows[static_cast<size_t>(a)])]; };
   const auto X = [&](index_t k) { return f.x + static_cast<float>(f.cw * static_cast<double>(k)); };
+  // run_end[b]: one past the last key of the run starting at key b (keys side by side in KV space,
+  // or closer than a pixel when not exact), so that every row walks its runs, not its keys
+  const auto joins = [&](size_t i) {
+    const index_t gap = cols[i + 1] - cols[i];
+    return gap == 1 || (!exact && static_cast<double>(gap) * f.cw < 1.0);
+  };
+  std::vector<index_t> run_end(static_cast<size_t>(nk));
+  for (index_t b = nk - 1; b >= 0; --b)
+    run_end[static_cast<size_t>(b)] = b + 1 < nk && joins(static_cast<size_t>(b)) ? run_end[static_cast<size_t>(b) + 1] : b + 1;
   index_t a = 0;
   while (a < nq) {
     // exact: one query row; otherwise the queries that follow it in query space inside one pixel row
@@ -58,10 +68,7 @@ void draw_infer_cells(Scene& s, const InferModel& m, const InferFrame& f, const 
     const float y1 = f.y + static_cast<float>(f.ch * static_cast<double>(q_of(a1 - 1) + 1));
     const KeyRange kr = mk.keys(a, nk);
     for (index_t b = kr.lo; b < kr.hi;) {  // runs of keys side by side in KV space (or within a pixel)
-      index_t e = b + 1;
-      while (e < kr.hi && (cols[static_cast<size_t>(e)] == cols[static_cast<size_t>(e) - 1] + 1 ||
-                           (!exact && static_cast<double>(cols[static_cast<size_t>(e)] - cols[static_cast<size_t>(e) - 1]) * f.cw < 1.0)))
-        ++e;
+      const index_t e = std::min(run_end[static_cast<size_t>(b)], kr.hi);
       s.rect(X(cols[static_cast<size_t>(b)]), y0, X(cols[static_cast<size_t>(e) - 1] + 1), y1, fill, kNone, tag, rank);
       s.prims.back().info = info;
       b = e;
