@@ -17,6 +17,8 @@
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "cp_ranks.h"
+#include "cp_util.h"
+#include "infer_cp_bench.h"
 #include "device.h"
 #include "inputs.h"
 #include "plan/trace_plan.h"
@@ -53,58 +55,6 @@ GpuCpSpec spec_of(const CpArgs& a) {
   return GpuCpSpec{CpSpec(f), dtype, kernel};
 }
 
-template <class F>
-double time_ms(int iters, F&& f) {
-  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) {
-    f();
-    std::fprintf(stderr, "\r  [%-20s] %d/%d", std::string(sz(20 * (i + 1) / iters), '#').c_str(), i + 1, iters);
-  }
-  CPLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  std::fprintf(stderr, "\r%40s\r", "");
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters;
-}
-
-// row g of a (tokens, width) device array of dtype t, as doubles (any device: unified addressing)
-std::vector<double> row(const void* base, std::int64_t g, std::int64_t width, DType t) {
-  std::vector<std::byte> b(sz(width) * dtype_size(t));
-  CPLAB_CUDA_CHECK(cudaMemcpy(b.data(), static_cast<const std::byte*>(base) + sz(g * width) * dtype_size(t), b.size(), cudaMemcpyDefault));
-  return from_dtype(b, t);
-}
-
-// One tensor's check on the sampled rows: core/rel_error.h's metric (max |CP - baseline| /
-// max |baseline|, its convention for non-finite values), stricter in one way so that the check
-// can fail: a baseline whose sampled values are all zero (nothing compared) gives infinity too;
-// why() says which.
-struct Diff {
-  RelError e;
-  void add(const std::vector<double>& x, const std::vector<double>& ref) {
-    if (x.size() != ref.size()) e.failed = true;  // rows of different widths: nothing comparable
-    e.add(x.data(), ref.data(), std::min(x.size(), ref.size()));
-  }
-  std::string why() const {
-    if (e.failed) return "a NaN or an infinity (other than -inf on both sides) in the result or the reference";
-    if (e.scale == 0) return "the baseline's sampled values are all zero";
-    return "";
-  }
-  double rel() const { return why().empty() ? e.value() : INFINITY; }
-};
-
-// the tokens `order` of one input (order[i] = the global token at row i), `width` elements each,
-// written to device memory as dtype t (any device: upload_sync) through a host buffer of
-// at most 16 MiB (no host copy of the whole tensor); input_rows hashes the rows in parallel
-std::uint64_t fill(std::byte* dst, Input which, const std::vector<index_t>& order, std::int64_t width, DType t) {
-  const std::size_t row = sz(width) * dtype_size(t), rows = std::max<std::size_t>(1, (std::size_t{16} << 20) / row);
-  std::vector<std::byte> host(std::min(rows, order.size()) * row);
-  for (std::size_t i0 = 0; i0 < order.size(); i0 += rows) {
-    const std::size_t m = std::min(rows, order.size() - i0);
-    input_rows(which, order.data() + i0, m, width, t, host.data());
-    upload_sync(dst + i0 * row, host.data(), m * row);
-  }
-  return order.size() * sz(width);
-}
-
 // FlashAttention's convention per sequence (real lengths): 4 s^2 h d forward, causal half
 double fwd_flops(const CpSpec& c) {
   const Packing& pk = c.packing();
@@ -117,6 +67,7 @@ double fwd_flops(const CpSpec& c) {
 }  // namespace
 
 void check_cp_args(const CpArgs& a) {
+  if (is_infer_run(a)) return check_infer_cp_args(a);  // an inference step (infer_cp_bench.h)
   require(a.backend == "local" || a.backend == "nccl", "backend '" + a.backend + "' is not one of: local, nccl");
   require(a.pass == "fwd" || a.pass == "both", "pass '" + a.pass + "' is not one of: fwd, both");
   require(a.warmup >= 0 && a.iters >= 1, "warmup must be >= 0 and iters >= 1");
@@ -133,6 +84,7 @@ void check_cp_args(const CpArgs& a) {
 }
 
 int run_cp(const CpArgs& a) {
+  if (is_infer_run(a)) return run_infer_cp(a);
   const GpuCpSpec s = spec_of(a);
   const CpSpec& c = s.cp;
   const std::int64_t P = c.P(), S = c.S(), n = c.n(), h = c.h(), hk = c.hk(), d = c.d(), dv = c.dv();

@@ -10,6 +10,7 @@
 // fraction of communication hidden behind compute, and the CP result (O, dQ, dK, dV) checked
 // against the baseline on sampled rows; a table, optional JSON, and the measured compute times as
 // a cplab trace for cplab-viz's timeline.
+// With --kv-cache (or an inference --mode) the run is an inference step instead: infer_cp_bench.h.
 // What it is not: the kernel benchmark (cplab-bench attention), or a multi-node run (mpirun:
 // cplab-comm-check --backend mpi).
 #pragma once
@@ -28,6 +29,12 @@ struct CpArgs {
   bool no_causal = false;
   int warmup = 2, iters = 5;
   std::string json_path, trace_path;
+  // an inference step (issue 37; infer_cp_bench.h): --kv-cache P cached tokens (given: an
+  // inference step), --seq the T new tokens, the cache's layout; --mode p2p (pass-KV), pass-q, decode-pass-q
+  // or decode-ag. pass_given: --pass was on the command line (inference runs the forward only)
+  std::int64_t kv_cache = 0;
+  std::string cache_layout = "zigzag";
+  bool kv_cache_given = false, pass_given = false;  // --kv-cache, --pass on the command line
 };
 
 // throws cplab::Error naming the rule (no CUDA call)

@@ -20,6 +20,7 @@
 #include "device.h"  // cuda/
 #include "core/error.h"
 #include "modes/mode_table.h"  // mode_names
+#include "infer/infer_table.h"  // infer_mode_names
 
 namespace {
 
@@ -52,7 +53,8 @@ void add_attention_options(CLI::App& cmd, cplab::bench::AttentionArgs& a) {
 }
 
 void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
-  cmd.add_option("--mode", a.mode, "CP mode: one of " + cplab::mode_names())->capture_default_str();
+  cmd.add_option("--mode", a.mode, "CP mode: one of " + cplab::mode_names() + "; an inference step (--kv-cache): one of " +
+                                       cplab::infer_mode_names())->capture_default_str();
   cmd.add_option("--cp", a.cp, "CP ranks")->capture_default_str();
   cmd.add_option("--hcp", a.hcp, "a2a+p2p: ICP,OCP (inner all-to-all size x outer ring size = cp)");
   cmd.add_option("--cu-seqlens", a.cu_seqlens, "packed sequences (THD): cumulative lengths 0,a,b,...");
@@ -72,6 +74,9 @@ void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
   cmd.add_option("--iters", a.iters, "timed iterations")->capture_default_str();
   cmd.add_option("--json", a.json_path, "also write the results as JSON to this file");
   cmd.add_option("--trace", a.trace_path, "write the run's trace with the measured tile times (cplab-viz --view timeline --trace)");
+  cmd.add_option("--kv-cache", a.kv_cache, "an inference step (issue 37): P cached tokens; --seq is then the T new tokens "
+                 "(default 1024, decode 1) and --mode p2p (pass-KV), pass-q, decode-pass-q or decode-ag");
+  cmd.add_option("--cache-layout", a.cache_layout, "inference: zigzag | interleaved")->capture_default_str();
 }
 
 }  // namespace
@@ -107,6 +112,8 @@ int main(int argc, char** argv) {
   }
 
   if (cp->parsed()) {
+    cp_args.pass_given = cp->get_option("--pass")->count() > 0;
+    cp_args.kv_cache_given = cp->get_option("--kv-cache")->count() > 0;
     try {
       cplab::bench::check_cp_args(cp_args);
       if (const auto rc = cplab::cuda::no_device_exit("cplab-bench: ")) return *rc;

@@ -15,7 +15,8 @@ diag_known=(preflight configure build prebuilt ldd ctest_gpu ctest_v3 "${bench_k
 # a failed benchmark's smallest relative: its smoke test in tests/cuda/CMakeLists.txt
 declare -A diag_smoke=([attention_v2]=bench_attention_smoke [attention_v3_fwd]=bench_attention_smoke_v3
   [cp_p2p]=bench_cp_smoke [cp_allgather]=bench_cp_smoke_allgather [cp_a2a]=bench_cp_smoke_a2a
-  [cp_a2a_p2p]=bench_cp_smoke_hcp [cp_p2p_v3_fwd]=bench_cp_smoke_v3)
+  [cp_a2a_p2p]=bench_cp_smoke_hcp [cp_p2p_v3_fwd]=bench_cp_smoke_v3 [cp_pass_q]=bench_cp_smoke_pass_q
+  [cp_decode_ag]=bench_cp_smoke_decode_ag)
 for _k in ${failed_arg//,/ }; do
   [[ " ${diag_known[*]} " == *" $_k "* ]] ||
     { echo "gpu-results: --failed: unknown step key '$_k'; keys: ${diag_known[*]}" >&2; exit 2; }

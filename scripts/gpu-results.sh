@@ -22,7 +22,8 @@
 # steps run (if it fails: the prebuilt programs of .deps/prebuilt.tar.xz, and results.md says so),
 # ldd of those programs, the GPU tests, kernel v3's tests, cplab-bench attention (v2, 3 iterations),
 # v3's forward (only if v3's tests passed; no yardstick), cplab-bench cp (the ring at 32K tokens, the
-# other modes at 16K; v3's ring only if v3's tests passed). Each step runs under `timeout -k 10` at its
+# other modes at 16K; v3's ring only if v3's tests passed), and two inference steps (issue 37:
+# pass-Q, 1K new tokens over a 32K cache; decode-ag, one new token over a 32K interleaved cache). Each step runs under `timeout -k 10` at its
 # own limit, clipped to what is left before the run's limit less a 25 s reserve (a killed step's grace
 # and the packing); the limits sum to at most that (the dry run checks it, and a ctest test checks the
 # dry run).
@@ -174,7 +175,7 @@ ensure_build() {
 cp_shape=(--cp 8 --heads 32 --kv-heads 8 --head-dim 128 --warmup 1 --iters 3)
 # shellcheck disable=SC2054  # the commas are cplab-bench list values
 attn_shapes=(--head-dim 64,128 --seq 2048,8192 --causal both --warmup 1 --iters 3)  # 8 shapes, FA2/FA3's d
-cp_seq_p2p=32768 cp_seq_other=16384
+cp_seq_p2p=32768 cp_seq_other=16384 cp_kv_cache=32768
 bench_cmd() {
   local b=$bdir/bench/cplab-bench mode extra=() seq=$cp_seq_other
   case "$1" in
@@ -194,17 +195,27 @@ bench_cmd() {
       [ "$mode" = a2a+p2p ] && extra=(--hcp 2,4)
       title="cplab-bench cp --mode $mode${extra[*]:+ ${extra[*]}} --seq $seq"
       cmd=("$b" cp --mode "$mode" "${extra[@]}" --seq "$seq" "${cp_shape[@]}" --json "$work/$1.json" --trace "$work/${1}_trace.json") ;;
+    cp_pass_q | cp_decode_ag)  # inference (issue 37): T new tokens over a cache of P = cp_kv_cache
+      mode=${1#cp_} mode=${mode/_/-} extra=(--seq 1024)
+      [ "$mode" = decode-ag ] && extra=(--seq 1 --cache-layout interleaved)
+      title="cplab-bench cp --mode $mode --kv-cache $cp_kv_cache ${extra[*]}"
+      cmd=("$b" cp --mode "$mode" --kv-cache "$cp_kv_cache" "${extra[@]}" "${cp_shape[@]}" --json "$work/$1.json") ;;
     *) return 1 ;;
   esac
 }
 bench_keys=(  # call 2 reads them (scripts/gpu-results-diagnose.sh)
-  attention_v2 attention_v3_fwd cp_p2p cp_allgather cp_a2a cp_a2a_p2p cp_p2p_v3_fwd)
+  attention_v2 attention_v3_fwd cp_p2p cp_allgather cp_a2a cp_a2a_p2p cp_p2p_v3_fwd cp_pass_q cp_decode_ag)
 # the GPU seconds of one cp run, guessed from the predicted rates (v2 forward 200, backward 80 TFLOP/s;
 # causal FLOPs 4 h s^2 d / 2 forward, 2.5x that backward): 24 F + 13 B, or 13 F forward only
 cp_estimate() {
   awk -v s="$1" -v p="$2" 'BEGIN { f = 4 * 32 * s * s * 128 / 2; F = f / 200e12; B = 2.5 * f / 80e12
     t = (p == "fwd") ? 13 * F : 24 * F + 13 * B
     printf "%.1f s GPU + set-up (guess from the predicted rates; never run)", t }'
+}
+# an inference step's GPU seconds, guessed the same way (forward 200 TFLOP/s, 4 h d per visible pair of
+# T queries over P cached keys and themselves, 13 forwards per run)
+infer_estimate() {
+  awk -v t="$1" -v p="$2" 'BEGIN { f = 4 * 32 * 128 * (t * p + t * (t + 1) / 2); printf "%.2f s GPU + set-up (guess from the predicted rates; never run)", 13 * f / 200e12 }'
 }
 bench_step() {  # bench_step KEY LIMIT ESTIMATE [PREFIX...]: the bench of KEY as a step
   local key=$1 lim=$2 est=$3
@@ -227,13 +238,15 @@ plan_call1() {
   step ctest "GPU tests of kernel v3 (own processes)" ctest_v3 35 "10-25 s (guess); a v3 stall traps in 10 s" \
     env OMP_NUM_THREADS=4 ctest --test-dir "$bdir" "${v3_sel[@]}" -j 4 --output-on-failure --timeout 27
   [ "$dry" = 1 ] || ! all_passed ctest_v3 || state_put v3ok=1  # call 2's 64K v3 ring reads it
-  bench_step attention_v2 40 "20-35 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)"
+  bench_step attention_v2 36 "20-35 s (guess): 8 shapes x 2 passes, SDPA baseline and yardstick (2 torch starts)"
   gated attention_v3_fwd ctest_v3 "cplab-bench attention --kernel v3 --pass fwd" ||
     bench_step attention_v3_fwd 20 "8-15 s (guess): 8 shapes forward, SDPA baseline"
-  bench_step cp_p2p 20 "$(cp_estimate $cp_seq_p2p both)"
-  bench_step cp_allgather 14 "$(cp_estimate $cp_seq_other both)"
-  bench_step cp_a2a 14 "$(cp_estimate $cp_seq_other both)"
-  bench_step cp_a2a_p2p 14 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_p2p 17 "$(cp_estimate $cp_seq_p2p both)"
+  bench_step cp_allgather 11 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_a2a 11 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_a2a_p2p 11 "$(cp_estimate $cp_seq_other both)"
+  bench_step cp_pass_q 9 "$(infer_estimate 1024 $cp_kv_cache)"
+  bench_step cp_decode_ag 7 "$(infer_estimate 1 $cp_kv_cache)"
   gated cp_p2p_v3_fwd ctest_v3 "cplab-bench cp --mode p2p --kernel v3 --pass fwd" ||
     bench_step cp_p2p_v3_fwd 13 "$(cp_estimate $cp_seq_p2p fwd)"
 }
@@ -247,9 +260,9 @@ plan_all() {
     "$bdir/bench/cplab-bench" attention --json "$work/attention_v2.json"
   step bench "cplab-bench attention --kernel v3 --pass fwd" attention_v3_fwd 0 "" \
     "$bdir/bench/cplab-bench" attention --kernel v3 --pass fwd --json "$work/attention_v3_fwd.json"
-  cp_seq_p2p=65536 cp_seq_other=65536
+  cp_seq_p2p=65536 cp_seq_other=65536 cp_kv_cache=131072
   local k
-  for k in cp_p2p cp_allgather cp_a2a cp_a2a_p2p; do bench_step "$k" 0 ""; done
+  for k in cp_p2p cp_allgather cp_a2a cp_a2a_p2p cp_pass_q cp_decode_ag; do bench_step "$k" 0 ""; done
   bench_step cp_p2p_v3_fwd_64k 0 ""
 }
 

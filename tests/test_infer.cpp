@@ -8,7 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -92,37 +93,52 @@ void check_closed_forms(const InferSpec& s, const Trace& tr, std::int64_t e) {
   CHECK(flops == infer_dense_flops(s));
 }
 
+// one variant over the grid: cache layout x P x T x mask x batch, in double, within 1e-12, its
+// closed forms equal to its traces; prints the worst error (the table in docs/inference.md)
+void exactness_grid(InferMode mode) {
+  double worst = 0;
+  int runs = 0;
+  const InferInfo& m = infer_info(mode);
+  for (CacheLayout cache : {CacheLayout::zigzag, CacheLayout::interleaved})
+    for (index_t P : {0, 1, 7, 1000})
+      for (index_t T : {1, 3, 8, 333})  // 1, cp - 1, 2 cp, 333 for cp = 4
+        for (const char* mask : {"causal", "window", "chunk", "sinks"})
+          for (bool packed : {false, true}) {
+            const Grid g{m.mode, cache, P, T, mask, packed};
+            CAPTURE(m.name);
+            CAPTURE(to_string(cache));
+            CAPTURE(P);
+            CAPTURE(T);
+            CAPTURE(std::string(mask));
+            CAPTURE(packed);
+            InferRunSpec rs{InferSpec(fields_of(g)), "double", static_cast<std::uint64_t>(P * 31 + T), false};
+            const InferReport rep = run_infer(rs, make_infer_inputs(rs));
+            REQUIRE(rep.err_o);
+            CHECK(*rep.err_o <= 1e-12);
+            CHECK(*rep.err_lse <= 1e-12);
+            CHECK(rep.non_finite.empty());
+            check_closed_forms(rs.spec, rep.trace, 8);
+            worst = std::max(worst, rep.max_error());
+            ++runs;
+          }
+  CHECK(runs == 2 * 4 * 4 * 4 * 2);
+  std::printf("infer exactness: %-14s worst error %.3g over %d runs\n", m.name, worst, runs);
+}
+
 }  // namespace
 
-TEST_CASE("infer: every variant x cache layout x P x T x mask x batch is exact in double (1e-12)") {
-  std::map<std::string, double> worst;
-  int runs = 0;
-  for (const InferInfo& m : infer_table())
-    for (CacheLayout cache : {CacheLayout::zigzag, CacheLayout::interleaved})
-      for (index_t P : {0, 1, 7, 1000})
-        for (index_t T : {1, 3, 8, 333})  // 1, cp - 1, 2 cp, 333 for cp = 4
-          for (const char* mask : {"causal", "window", "chunk", "sinks"})
-            for (bool packed : {false, true}) {
-              const Grid g{m.mode, cache, P, T, mask, packed};
-              CAPTURE(m.name);
-              CAPTURE(to_string(cache));
-              CAPTURE(P);
-              CAPTURE(T);
-              CAPTURE(std::string(mask));
-              CAPTURE(packed);
-              InferRunSpec rs{InferSpec(fields_of(g)), "double", static_cast<std::uint64_t>(P * 31 + T), false};
-              const InferReport rep = run_infer(rs, make_infer_inputs(rs));
-              REQUIRE(rep.err_o);
-              CHECK(*rep.err_o <= 1e-12);
-              CHECK(*rep.err_lse <= 1e-12);
-              CHECK(rep.non_finite.empty());
-              check_closed_forms(rs.spec, rep.trace, 8);
-              double& w = worst[m.name];
-              w = std::max(w, rep.max_error());
-              ++runs;
-            }
-  CHECK(runs == 4 * 2 * 4 * 4 * 4 * 2);
-  for (const auto& [name, err] : worst) std::printf("infer exactness: %-14s worst error %.3g over the grid\n", name.c_str(), err);
+// the grid, one test per variant (ctest runs them in parallel)
+TEST_CASE("infer: p2p (pass-KV) x cache layout x P x T x mask x batch is exact in double (1e-12)") {
+  exactness_grid(InferMode::pass_kv);
+}
+TEST_CASE("infer: pass-q x cache layout x P x T x mask x batch is exact in double (1e-12)") {
+  exactness_grid(InferMode::pass_q);
+}
+TEST_CASE("infer: decode-pass-q x cache layout x P x T x mask x batch is exact in double (1e-12)") {
+  exactness_grid(InferMode::decode_pass_q);
+}
+TEST_CASE("infer: decode-ag x cache layout x P x T x mask x batch is exact in double (1e-12)") {
+  exactness_grid(InferMode::decode_ag);
 }
 
 TEST_CASE("infer: prefill layouts, no mask, float, cp 1 / 3 / 8, and the planner's trace equals the run's") {
@@ -211,4 +227,14 @@ TEST_CASE("infer: the spec's rules name what they break") {
   CHECK_THROWS_AS(parse_infer_mode("allgather"), Error);
   CHECK(parse_infer_mode("pass-q") == InferMode::pass_q);
   CHECK_THROWS_AS(parse_cache_layout("striped"), Error);
+}
+
+TEST_CASE("infer: docs/modes.md's inference table is the table's own") {
+  std::ifstream f(CPLAB_SOURCE_DIR "/docs/modes.md");
+  REQUIRE(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string table = infer_comm_table_markdown();
+  INFO("docs/modes.md's inference table must read, line for line:\n" << table);
+  CHECK(ss.str().find(table) != std::string::npos);
 }

@@ -8,7 +8,12 @@
 // every ratio is against the best peak of its dtype measured anywhere in the run (the 1- and
 // all-thread peaks come first; the table is printed once every row is measured). Then
 // every mode is run once more at --check-seq against dense attention (max error over O, LSE, dQ, dK,
-// dV; tolerance 1e-10 double, 1e-4 float). Exit: 0 every check within tolerance, 1 one is not, 2 bad
+// dV; tolerance 1e-10 double, 1e-4 float). Then the inference rows (issue 37; infer_bench.h): each
+// --infer-modes variant (default pass-KV `p2p` and `pass-q`) for T = --infer-seq new tokens over a
+// cache of P = --kv-cache tokens (default 1024 over 32768, as `cplab run --kv-cache 32768 --seq 1024`),
+// forward only, on the same ranks, heads and dims, each between two GEMM peaks and beside the best
+// peak of the run, and checked against dense attention with the offset at --check-kv-cache /
+// --check-infer-seq (max error over O and LSE, the same tolerances). Exit: 0 every check within tolerance, 1 one is not, 2 bad
 // input (the rule named, as cplab's: "cplab-cpu-bench: error: ...").
 // What it is not: a test (ctest runs it only tiny, for its exit status and output), or a GPU benchmark
 // (cplab-bench).
@@ -29,6 +34,8 @@
 #include "core/omp_policy.h"
 #include "cpu_bench.h"
 #include "cpu_machine.h"
+#include "infer/infer_table.h"
+#include "infer_bench.h"
 #include "modes/mode_table.h"
 #include "run/experiment.h"
 
@@ -43,6 +50,8 @@ struct Args {
   bool no_causal = false;
   int reps = 2, peak_reps = 3;
   index_t peak_size = 2048, check_seq = 512;
+  std::string infer_modes = "p2p,pass-q";  // empty: no inference rows
+  index_t kv_cache = 32768, infer_seq = 1024, check_kv_cache = 1000, check_infer_seq = 333;
   std::string json;
 };
 
@@ -73,6 +82,23 @@ std::string label(const CpSpec& s) {
   return m;
 }
 
+// the InferSpec of one inference variant: T new tokens over a cache of P (one request), the cache
+// and the new tokens split by --layout's zigzag rule (the decode variants place them round-robin)
+InferSpec infer_spec(const Args& a, const std::string& mode, index_t P, index_t T) {
+  InferFields f;
+  f.mode = parse_infer_mode(mode);
+  f.layout = parse_layout(a.layout);
+  f.cp = a.cp, f.heads = a.heads, f.kv_heads = a.kv_heads, f.head_dim = a.head_dim;
+  f.cached = {P};
+  f.fresh = {T};
+  f.causal = !a.no_causal;
+  return InferSpec(f);
+}
+
+std::string infer_label(const InferSpec& s) {
+  return s.mode() == InferMode::pass_kv ? "pass-KV (p2p)" : s.mode() == InferMode::pass_q ? "pass-Q" : to_string(s.mode());
+}
+
 template <class T>
 double peak(const Args& a, int threads) {
   return gemm_peak<T>(a.peak_size, threads, a.peak_reps);
@@ -85,6 +111,9 @@ int run(const Args& a) {
   require(a.peak_size >= 64 && a.peak_size <= 8192, "--peak-size must be in [64, 8192]");
   std::vector<std::string> modes = split(a.modes);
   for (const std::string& m : modes) mode_spec(a, m, a.seq), mode_spec(a, m, a.check_seq);  // every rule first
+  const std::vector<std::string> imodes = split(a.infer_modes);
+  for (const std::string& m : imodes)
+    infer_spec(a, m, a.kv_cache, a.infer_seq), infer_spec(a, m, a.check_kv_cache, a.check_infer_seq);
 
   const Machine mc = this_machine();
   const int threads = mc.omp_threads;
@@ -150,6 +179,45 @@ int run(const Args& a) {
   std::printf(" GFLOP/s)\n");
   std::fflush(stdout);
 
+  struct IRow {
+    std::string label, dtype;
+    InferTime t;
+    double before, after;
+  };
+  std::vector<IRow> irows;
+  for (const std::string& dt : split(a.dtypes))
+    for (const std::string& m : imodes) {
+      const InferSpec spec = infer_spec(a, m, a.kv_cache, a.infer_seq);
+      const bool dbl = dt == "double";
+      std::fprintf(stderr, "measuring inference %s %s ...\n", infer_label(spec).c_str(), dt.c_str());
+      const double before = dbl ? peak<double>(a, threads) : peak<float>(a, threads);
+      const InferTime t = dbl ? time_infer<double>(spec, a.reps) : time_infer<float>(spec, a.reps);
+      const double after = dbl ? peak<double>(a, threads) : peak<float>(a, threads);
+      best[dt] = std::max({best[dt], before, after});
+      irows.push_back({infer_label(spec), dt, t, before, after});
+    }
+  if (!irows.empty()) {
+    std::printf("\ninference (issue 37): T = %lld new tokens over a KV cache of P = %lld, forward only, cp %lld; the\n"
+                "same FLOP count over the visible pairs of the causal-with-offset T x (P+T) rectangle\n",
+                static_cast<long long>(a.infer_seq), static_cast<long long>(a.kv_cache), static_cast<long long>(a.cp));
+    std::printf("%-22s %-6s %8s %8s %8s %6s\n", "variant", "dtype", "fwd s", "fwd GF/s", "peak", "fwd/pk");
+  }
+  for (const IRow& r : irows) {
+    const double pk = best[r.dtype], gf = (r.t.fwd_flops / r.t.fwd_s) / 1e9;
+    std::printf("%-22s %-6s %8.3f %8.1f %8.1f %5.0f%%\n", r.label.c_str(), r.dtype.c_str(), r.t.fwd_s, gf, pk,
+                100 * gf / pk);
+    j["infer_rows"].push_back({{"variant", r.label}, {"layout", a.layout}, {"dtype", r.dtype}, {"cp", a.cp},
+                               {"kv_cache", a.kv_cache}, {"seq", a.infer_seq}, {"heads", a.heads},
+                               {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim}, {"causal", !a.no_causal},
+                               {"fwd_s", r.t.fwd_s}, {"fwd_flops", r.t.fwd_flops}, {"fwd_gflops", gf},
+                               {"peak_before", r.before}, {"peak_after", r.after}, {"peak_best", pk},
+                               {"ratio_fwd", gf / pk}});
+  }
+  if (!irows.empty()) {
+    for (const auto& [dt, pk] : best) j["peak"][dt]["best_all_threads"] = pk;
+    std::fflush(stdout);
+  }
+
   std::printf("\ncheck against dense attention at seq %lld, on the fast kernel route the timings run (max error over O, LSE,\n"
               "dQ, dK, dV):\n",
               static_cast<long long>(a.check_seq));
@@ -164,6 +232,21 @@ int run(const Args& a) {
                   pass ? "ok" : "FAIL");
       j["checks"].push_back({{"mode", label(spec)}, {"dtype", dt}, {"seq", a.check_seq}, {"max_error", err},
                              {"tolerance", tol}, {"pass", pass}});
+    }
+  if (!imodes.empty())
+    std::printf("inference, against dense attention with the offset at P = %lld, T = %lld (max error over O, LSE):\n",
+                static_cast<long long>(a.check_kv_cache), static_cast<long long>(a.check_infer_seq));
+  for (const std::string& dt : split(a.dtypes))
+    for (const std::string& m : imodes) {
+      const InferSpec spec = infer_spec(a, m, a.check_kv_cache, a.check_infer_seq);
+      const double err = check_infer(spec, dt), tol = run_tolerance(dt);
+      const bool pass = err <= tol;
+      ok = ok && pass;
+      std::printf("  %-22s %-6s %.2e  (tolerance %.0e)  %s\n", infer_label(spec).c_str(), dt.c_str(), err, tol,
+                  pass ? "ok" : "FAIL");
+      j["infer_checks"].push_back({{"variant", infer_label(spec)}, {"dtype", dt}, {"kv_cache", a.check_kv_cache},
+                                   {"seq", a.check_infer_seq}, {"max_error", err}, {"tolerance", tol},
+                                   {"pass", pass}});
     }
   if (!a.json.empty()) {
     std::ofstream out(a.json);
@@ -195,6 +278,14 @@ int main(int argc, char** argv) {
   app.add_option("--peak-size", a.peak_size, "GEMM peak: square size")->capture_default_str();
   app.add_option("--peak-reps", a.peak_reps, "GEMM peak: timed calls (the best is kept)")->capture_default_str();
   app.add_option("--check-seq", a.check_seq, "tokens of the runs checked against dense attention")
+      ->capture_default_str();
+  app.add_option("--infer-modes", a.infer_modes, "inference variants, comma-separated (p2p = pass-KV, pass-q, "
+                 "decode-pass-q, decode-ag; empty: none)")->capture_default_str();
+  app.add_option("--kv-cache", a.kv_cache, "inference rows: cached tokens P")->capture_default_str();
+  app.add_option("--infer-seq", a.infer_seq, "inference rows: new tokens T")->capture_default_str();
+  app.add_option("--check-kv-cache", a.check_kv_cache, "inference checks against dense attention: P")
+      ->capture_default_str();
+  app.add_option("--check-infer-seq", a.check_infer_seq, "inference checks against dense attention: T")
       ->capture_default_str();
   app.add_option("--json", a.json, "also write every figure as JSON to this file");
   cplab::app::strict_numbers(app);

@@ -38,20 +38,24 @@ double infer_cpu_flops_estimate(const InferRunSpec& rs) {
   return 2.0 * (fwd_flops(pairs, h, d, dv) + 30.0 * pairs * h);  // the variant and the dense oracle
 }
 
-// What run_infer allocates (infer_run.cpp, infer_pass_*.cpp, infer_decode_ag.cpp), at its peak:
-//   inputs      the double q, k, v (and the oracle's copy of one request and its output, (T, h, dv))
-//   shards      every rank's q, k, v in the run's dtype (all of q, k, v once more)
-//   pass-KV     each rank's held shard and its message in flight, padded: 2 N Mkv hk (d + dv)
-//   pass-Q      the visiting Q blocks and messages (2 N Mq h d) and the partials of every block on
+// What run_infer allocates (infer_run.cpp, infer_pass_*.cpp, infer_decode_ag.cpp), at the peak of
+// its two phases (the ranks' shards are freed before the oracle runs):
+//   always      the double q, k, v (inputs), and the CP run's O, LSE in double (results)
+//   the CP run  every rank's q, k, v in the run's dtype (shards: all of q, k, v once more), and
+//     pass-KV   each rank's held shard and its message in flight, padded: 2 N Mkv hk (d + dv)
+//     pass-Q    the visiting Q blocks and messages (2 N Mq h d) and the partials of every block on
 //               every rank, their all-to-all blocks and what the owners receive: 3 N T h (dv + 1)
-//   decode-ag   the gathered Q on every rank and its messages (2 N T h d), the partials as pass-Q
-//   results     O, LSE per rank and the unsharded doubles; the kernel's score blocks per thread
+//     decode-ag the gathered Q on every rank and its messages (2 N T h d), the partials as pass-Q
+//     and the kernel's score blocks per thread, the token masks (two int64 per query row)
+//   the oracle  one request's k and v copied (the longest), its q, O, LSE, and the full O, LSE
+// Measured (tests/memory_check.py style, /usr/bin/time's peak RSS, 2 threads): see docs/inference.md.
 std::int64_t infer_memory_estimate(const InferRunSpec& rs) {
   const InferSpec& s = rs.spec;
   const double e = dtype_bytes(rs.dtype), N = static_cast<double>(s.N()), T = static_cast<double>(s.T());
   const double KV = static_cast<double>(s.KV()), h = static_cast<double>(s.h()), hk = static_cast<double>(s.hk());
   const double d = static_cast<double>(s.d()), dv = static_cast<double>(s.dv());
   const double inputs = 8.0 * (T * h * d + KV * hk * (d + dv));
+  const double results = 8.0 * T * h * (dv + 1);
   const double shards = e * (T * h * d + KV * hk * (d + dv));
   double variant = 0;
   switch (s.mode()) {
@@ -61,16 +65,18 @@ std::int64_t infer_memory_estimate(const InferRunSpec& rs) {
       variant = 2.0 * e * N * static_cast<double>(s.Mq()) * h * d + 3.0 * e * N * T * h * (dv + 1); break;
     case InferMode::decode_ag: variant = 2.0 * e * N * T * h * d + 3.0 * e * N * T * h * (dv + 1); break;
   }
-  index_t longest = 0;  // the oracle's largest request
-  for (index_t b = 0; b < s.B(); ++b)
-    longest = std::max(longest, s.fields().cached[static_cast<size_t>(b)] + s.fields().fresh[static_cast<size_t>(b)]);
-  const double oracle = 8.0 * (static_cast<double>(longest) * hk * (d + dv) + 2.0 * T * h * (dv + 1));
-  const double results = (e + 16.0) * T * h * (dv + 1);
   const double threads = std::min(h, static_cast<double>(std::max(1, omp_get_max_threads())));
   const double scratch = threads * (2.0 * 8.0 * static_cast<double>(kRowBlock) * static_cast<double>(kKeyBlock) + 1048576.0);
-  // the token masks (two int64 per query row of a tile, a few alive at once) and the trace
-  const double masks = 4.0 * 16.0 * T * std::max(1.0, s.mode() == InferMode::decode_ag ? N : 1.0);
-  const double total = inputs + shards + variant + std::max(oracle, results) + results + scratch + masks;
+  const double masks = 4.0 * 16.0 * T * (s.mode() == InferMode::decode_ag ? N : 1.0);
+  const double cp_run = shards + variant + e * T * h * (dv + 1) + scratch + masks;
+  index_t longest = 0, longest_t = 0;  // the oracle's largest request
+  for (index_t b = 0; b < s.B(); ++b) {
+    longest = std::max(longest, s.fields().cached[static_cast<size_t>(b)] + s.fields().fresh[static_cast<size_t>(b)]);
+    longest_t = std::max(longest_t, s.fields().fresh[static_cast<size_t>(b)]);
+  }
+  const double lt = static_cast<double>(longest_t);
+  const double oracle = 8.0 * (static_cast<double>(longest) * hk * (d + dv) + lt * h * (d + dv + 1)) + results + scratch;
+  const double total = inputs + results + std::max(cp_run, oracle);
   return static_cast<std::int64_t>(1.05 * total + 16.0 * 1024 * 1024);  // the allocator's share, as memory_estimate.cpp
 }
 

@@ -37,7 +37,8 @@ r=$tmp/c1/results.md
 check "call 1 exits 0 (got $rc)" test "$rc" = 0
 for t in "## preflight" "## ldd of the five programs" "## GPU tests (ctest -L cuda" "## GPU tests of kernel v3" \
          "## cplab-bench attention (kernel v2" "## cplab-bench cp --mode p2p --seq 32768" \
-         "## cplab-bench cp --mode a2a+p2p --hcp 2,4 --seq 16384" "## summary" "## Call 2: the recipe" \
+         "## cplab-bench cp --mode a2a+p2p --hcp 2,4 --seq 16384" "## cplab-bench cp --mode pass-q --kv-cache 32768" \
+         "## cplab-bench cp --mode decode-ag --kv-cache 32768" "## summary" "## Call 2: the recipe" \
          "command: bash scripts/gpu-results.sh diagnose"; do
   check "call 1's results.md has '$t'" has "$r" "$t"
 done
