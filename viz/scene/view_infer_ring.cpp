@@ -1,7 +1,8 @@
 // view_infer_ring.cpp: one step of an inference variant's planned trace (see views_infer.h).
 //
 // Left: the T x (P+T) matrix (new tokens down, cache then new tokens across, per request) with the
-// tiles every rank computes at this step, cell by cell from token_mask, coloured by the computing rank.
+// tiles every rank computes at this step, cell by cell from token_mask, coloured by the computing rank
+// (the earlier steps' tiles faint underneath).
 // Top right: the ranks on a circle and this step's messages (the trace's sends: Q blocks on pass-Q's
 // ring, KV blocks on pass-KV's, the gathered Q of decode-ag, the closing all-to-all of the partial
 // (O, LSE)); bottom right: per rank, whose Q block and whose KV it computes with at this step (the
@@ -40,6 +41,12 @@ Scene infer_ring_view(const InferModel& m, const ViewState& v, float W, float H)
   const InferFrame f = infer_frame(sp, 50, 30, region_w - 60, H - 60);
   const int panel = s.panel("matrix", f.x, f.y, f.x1(), f.y1());
   draw_infer_frame(s, m, f);
+  // the earlier steps' tiles, faint (not records of this step): at pass-Q's all-to-all, every partial
+  // still where it was computed
+  for (const Event& e : m.trace.events())
+    if (e.kind == EventKind::tile && e.phase == Phase::fwd && e.step < step)
+      draw_infer_cells(s, m, f, positions(e.rows), positions(e.cols), with_alpha(rank_color(e.rank, N), 60), "earlier", e.rank,
+                       "step " + std::to_string(e.step) + ": rank " + std::to_string(e.rank));
   for (const Event* e : tiles) draw_infer_tile(s, m, f, *e, panel, with_alpha(rank_color(e->rank, N), 230));
   s.text(f.x, f.y1() + 4, "queries: the " + std::to_string(sp.T()) + " new tokens; keys: cache then new, per request", kLight);
 
@@ -110,7 +117,7 @@ Scene infer_ring_view(const InferModel& m, const ViewState& v, float W, float H)
                       count_list(infer_per_rank(m.trace, EventKind::send, N)) + ", FLOPs " +
                       count_list(infer_per_rank(m.trace, EventKind::tile, N)));
   }
-  s.notes.push_back("tiles: colour = rank computing it; filled cells = the (new token, key) pairs the mask leaves (causal with "
+  s.notes.push_back("tiles: colour = rank computing it (faint: earlier steps); filled cells = the (new token, key) pairs the mask leaves (causal with "
                     "the request's cache as offset); darker columns = the cache");
   draw_rank_legend(s, rx, H - 14, rw, N);
   return s;
