@@ -283,6 +283,7 @@ TEST_CASE("cplab-viz options of an inference step: --kv-cache, --mode's variants
   CHECK(refusal({"--cache-layout", "zigzag"}).find("--cache-layout needs --kv-cache") == 0);
   CHECK(refusal({"--kv-cache", "8", "--backward"}).find("--backward is not for an inference step") == 0);
   CHECK(refusal({"--kv-cache", "8", "--view", "timeline", "--link", "eth100"}).find("--link is not for an inference step") == 0);
+  CHECK(refusal({"--kv-cache", "8", "--view", "scheduler"}).find("--kv-cache is for the ownership, ring, masks and timeline views") == 0);
   CHECK(refusal({"--kv-cache", "8", "--hcp", "2,2"}).find("--hcp is not for an inference step") == 0);
   CHECK(refusal({"--kv-cache", "8", "--view", "ring", "--step", "9"}).find("--phase fwd --step 9 is not in the trace") == 0);
   CHECK(refusal({"--kv-cache", "8", "--view", "ring", "--phase", "bwd"}).find("--phase bwd --step 0 is not in the trace") == 0);

@@ -161,6 +161,8 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   std::tie(L.W, L.H) = parse_size(size);
   if (cli.get_option("--kv-cache")->count() > 0) {  // an inference step: its own rules (infer_spec.h), its own views
     require(!p.kv_cache.empty(), "--kv-cache needs a value, got an empty string");
+    require(view != "scheduler" && view != "check",
+            "--kv-cache is for the ownership, ring, masks and timeline views (an inference step), not --view " + view);
     for (const char* name : {"--hcp", "--pad", "--replicate-kv", "--trace", "--backward", "--zoom-from", "--gpu", "--intra",
                              "--inter", "--link", "--gpus-per-node", "--tau-us"})
       require(cli.get_option(name)->count() == 0,
