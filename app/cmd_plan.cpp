@@ -5,13 +5,15 @@
 // mask_options.h; --cp is --gpus, as cplab run names it), the candidates of planner.h, a table
 // (predicted forward / backward time per layer, efficiency, exposed communication), the
 // recommendation with its reason in one line (planner.h plan_choice), and every assumption the
-// numbers rest on.
+// numbers rest on (print_plan_assumptions). With --kv-cache P (an inference step of --seq T new
+// tokens) or --infer-table, the options go to cmd_plan_infer.cpp instead.
 // What it is not: a measurement; the model is perf_model.h.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cmd_plan_infer.h"
 #include "commands.h"
 #include "core/error.h"
 #include "mask_options.h"
@@ -25,6 +27,10 @@ namespace {
 struct PlanOptions {
   index_t seq = 131072, heads = 32, kv_heads = 8, head_dim = 128, gpus = 8;
   bool no_causal = false, forward_only = false, json = false;
+  std::string kv_cache;                       // --kv-cache P: an inference step (cmd_plan_infer.cpp)
+  bool infer_table = false;                   // --infer-table: docs/plan.md's table of model and rule
+  std::string cache_layout;                   // --cache-layout (inference only)
+  CLI::Option *kv_cache_opt = nullptr, *cache_layout_opt = nullptr;  // given or not (an empty value is refused, not ignored)
   PerfOptions perf;  // --gpu, --intra, --inter, --gpus-per-node, --tau-us, --tflops, --bwd-tflops, --calibration
   MaskOptions mask;  // --window, --chunk (mask_options.h)
 };
@@ -39,6 +45,24 @@ int plan_action(const PlanOptions& o) {
   CpFields mask;  // --window / --chunk, when given
   mask.causal = !o.no_causal;
   apply_mask_options(o.mask, mask);
+  const bool given_kv_cache = o.kv_cache_opt && o.kv_cache_opt->count() > 0;
+  const bool given_cache_layout = o.cache_layout_opt && o.cache_layout_opt->count() > 0;
+  if (given_kv_cache || o.infer_table) {  // an inference step: T = --seq new tokens over P cached
+    PlanInferArgs x;
+    x.seq = o.seq;
+    x.kv_cache = o.kv_cache;
+    x.given_kv_cache = given_kv_cache;
+    x.table = o.infer_table;
+    x.heads = o.heads, x.kv_heads = o.kv_heads, x.head_dim = o.head_dim, x.gpus = o.gpus;
+    x.causal = mask.causal;
+    x.window = mask.window;
+    x.chunk = mask.chunk;
+    if (given_cache_layout) x.cache_layout = o.cache_layout;
+    x.perf = o.perf;
+    x.json = o.json;
+    return plan_infer_action(x);
+  }
+  require(!given_cache_layout, "--cache-layout needs --kv-cache (an inference step) or --infer-table");
   const PlanProblem p{o.seq, o.heads, o.kv_heads, o.head_dim, o.gpus, mask.causal, !o.forward_only, mask.window, mask.chunk};
   const index_t gpus_per_node = o.perf.gpus_per_node;
   check_plan_problem(p, gpus_per_node);  // the sizes' limits, before anything is derived from them
@@ -96,7 +120,15 @@ int plan_action(const PlanOptions& o) {
   } else {
     std::printf("\nno candidate is possible for this shape\n");
   }
-  std::printf("\nassumptions (presets are published figures, not measurements of this machine):\n"
+  std::printf("\n");
+  print_plan_assumptions(a);
+  return 0;
+}
+
+}  // namespace
+
+void print_plan_assumptions(const PerfAssumptions& a) {
+  std::printf("assumptions (presets are published figures, not measurements of this machine):\n"
               "  GPU %s: attention %.0f TFLOP/s forward, %.0f backward%s; HBM %.1f TB/s for the (O, LSE) merges\n"
               "    (%s)\n"
               "  inside a node, %s: p2p %.0f GB/s, all-gather %.0f, all-to-all %.0f, alpha %.0f us\n    (%s)\n"
@@ -107,11 +139,8 @@ int plan_action(const PlanOptions& o) {
               a.gpu.name.c_str(), a.gpu.fwd_tflops, a.gpu.bwd_tflops, a.calibration.empty() ? "" : (" (per tile from " + a.calibration.source + ")").c_str(),
               a.gpu.hbm_TBps, a.gpu.source.c_str(), a.intra.name.c_str(), a.intra.p2p_GBps, a.intra.allgather_GBps, a.intra.a2a_GBps,
               a.intra.alpha_us, a.intra.source.c_str(), a.inter.name.c_str(), a.inter.p2p_GBps, a.inter.allgather_GBps,
-              a.inter.a2a_GBps, a.inter.alpha_us, a.inter.source.c_str(), a.tau_us, static_cast<long long>(gpus_per_node));
-  return 0;
+              a.inter.a2a_GBps, a.inter.alpha_us, a.inter.source.c_str(), a.tau_us, static_cast<long long>(a.gpus_per_node));
 }
-
-}  // namespace
 
 void setup_plan(CLI::App& app, int& status) {
   auto o = std::make_shared<PlanOptions>();
@@ -119,7 +148,8 @@ void setup_plan(CLI::App& app, int& status) {
       "plan", "Recommend a CP mode (and hierarchical sizes) for an attention shape on N GPUs, with predicted times\n"
               "from an alpha-beta model evaluated on each mode's own schedule. Examples:\n"
               "  cplab plan --seq 131072 --heads 32 --kv-heads 8 --head-dim 128 --gpus 16 --gpus-per-node 8\n"
-              "  cplab plan --window 4096 --seq 131072 --cp 8");
+              "  cplab plan --window 4096 --seq 131072 --cp 8\n"
+              "  cplab plan --kv-cache 129761 --seq 1311 --heads 16 --kv-heads 1 --head-dim 128 --gpus 4 --gpus-per-node 1");
   sub->add_option("--seq", o->seq, "tokens of the sequence (global)")->capture_default_str();
   sub->add_option("--heads", o->heads, "query heads (per GPU after tensor parallelism)")->capture_default_str();
   sub->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
@@ -136,6 +166,13 @@ void setup_plan(CLI::App& app, int& status) {
   sub->add_option("--bwd-tflops", o->perf.bwd_tflops, "override the backward attention TFLOP/s");
   sub->add_option("--calibration", o->perf.calibration, "measured single-GPU throughput: `cplab-bench attention --json FILE` output");
   sub->add_option("--tau-us", o->perf.tau_us, "fixed cost per tile in microseconds")->capture_default_str();
+  o->kv_cache_opt = sub->add_option("--kv-cache", o->kv_cache,
+                  "an inference step: P tokens already cached, --seq T new tokens attending to them and to themselves;\n"
+                  "predicts pass-KV (p2p), pass-Q and the decode variants and prints the paper's rule beside the model");
+  sub->add_flag("--infer-table", o->infer_table,
+                "print the markdown table of the model's choice and the paper's rule over T/(T+P) from 0.1% to 100%\n"
+                "of a context of --seq tokens (docs/plan.md)");
+  o->cache_layout_opt = sub->add_option("--cache-layout", o->cache_layout, "inference: how the cache is sharded: zigzag (default) | interleaved");
   sub->add_flag("--json", o->json, "print JSON");
   sub->callback([o, &status] { status = plan_action(*o); });
 }

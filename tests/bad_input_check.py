@@ -387,6 +387,38 @@ case("window_and_chunk", [*w2, "--causal", "--window", "4", "--chunk", "4"],
      needle="--window and --chunk cannot both be given: a run has one mask rule")
 case("plan_window_zero", ["plan", "--window", "0"], needle="--window 0 must be in [1, 2147483647]")
 case("plan_chunk_no_causal", ["plan", "--chunk", "512", "--no-causal"], needle="--chunk needs --causal")
+# issue 37: cplab plan for an inference step (--kv-cache P --seq T) and its docs table (--infer-table)
+INFER = ["plan", "--heads", "16", "--head-dim", "128"]  # the 405B slice of docs/plan.md; each case adds the rest
+case("plan_kv_cache_seq_zero", [*INFER, "--kv-cache", "100", "--seq", "0"], needle="seq (T, the new tokens) 0 must be >= 1")
+case("plan_kv_cache_total_huge", [*INFER, "--kv-cache", "1099511627776", "--seq", "1"],
+     needle="kv-cache + seq = 1099511627777 tokens is more than 1099511627776")
+case("plan_kv_cache_gpus_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--gpus", "0"], needle="gpus 0 must be >= 1")
+case("plan_kv_cache_gpus_huge", [*INFER, "--kv-cache", "100", "--seq", "10", "--gpus", "512"], needle="gpus 512 is more than 256")
+case("plan_kv_cache_whole_nodes", [*INFER, "--kv-cache", "100", "--seq", "10", "--gpus", "12", "--gpus-per-node", "8"],
+     needle="gpus 12 must fill whole nodes of gpus-per-node = 8")
+case("plan_kv_cache_gpus_per_node_zero", [*INFER, "--kv-cache", "10", "--seq", "10", "--gpus-per-node", "0"],
+     needle="gpus-per-node 0 must be >= 1")  # was a SIGFPE (gpus % 0) before the rule came first
+case("plan_kv_cache_heads_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--kv-heads", "0"], needle="kv-heads 0 must be >= 1")
+case("plan_kv_cache_window_zero", [*INFER, "--kv-cache", "100", "--seq", "10", "--window", "0"],
+     needle="--window 0 must be in [1, 2147483647]")
+case("plan_kv_cache_tau_huge", [*INFER, "--kv-cache", "100", "--seq", "10", "--tau-us", "1e300"],
+     needle="--tau-us 1e+300 must be in [0, 1000000]")
+case("plan_infer_table_with_kv_cache", [*INFER, "--infer-table", "--kv-cache", "100"],
+     needle="--infer-table sets T and P itself (T/(T+P) from 0.1% to 100% of --seq tokens): drop --kv-cache")
+case("plan_infer_table_json", [*INFER, "--infer-table", "--json"], needle="--infer-table prints a markdown table: drop --json")
+case("plan_infer_table_seq_huge", [*INFER, "--infer-table", "--seq", "1099511627777"],
+     needle="--infer-table: --seq 1099511627777 (the context T + P) must be in [1, 1099511627776 = 2^40]")
+case("plan_kv_cache_negative", [*INFER, "--kv-cache", "-5", "--seq", "10"], needle="--kv-cache -5 must be >= 0")
+case("plan_kv_cache_two_lengths", [*INFER, "--kv-cache", "100,200", "--seq", "10"],
+     needle="--kv-cache lists 2 cache lengths but there are 1 requests")
+case("plan_kv_cache_text", [*INFER, "--kv-cache", "abc", "--seq", "10"], needle="--kv-cache entry 'abc' is not an integer")
+case("plan_kv_cache_empty", [*INFER, "--kv-cache", "", "--seq", "10"], needle="--kv-cache is empty")
+case("plan_kv_cache_layout_bad", [*INFER, "--kv-cache", "10", "--seq", "10", "--cache-layout", "foo"],
+     needle="cache layout 'foo' is not one of: zigzag, interleaved")
+case("plan_kv_cache_rows_bound", [*INFER, "--kv-cache", "100000000", "--seq", "100000000", "--gpus", "8"],
+     needle="planning this step walks N x (2T + P) = 2.4e+09 token rows, more than the inference planner's")
+case("plan_cache_layout_alone", ["plan", "--cache-layout", "interleaved"],
+     needle="--cache-layout needs --kv-cache (an inference step) or --infer-table")
 np.save(path("sinks_2d.npy"), np.zeros((2, 1)))
 np.save(path("sinks_3.npy"), np.zeros(3))
 np.save(path("sinks_nan.npy"), np.array([0.5, np.nan]))

@@ -124,11 +124,18 @@ json PerfAssumptions::to_json() const {
 // bytes_per_element), dK/dV included, as Transformer Engine does
 double wire_scale(const RunSpec& spec, const PerfAssumptions& a) { return a.bytes_per_element / (spec.dtype == "double" ? 8.0 : 4.0); }
 
-PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a) {
+TraceShape trace_shape(const RunSpec& spec) {
+  return TraceShape{static_cast<double>(spec.cp.d()), static_cast<double>(spec.cp.dv()), spec.dtype == "double" ? 8.0 : 4.0,
+                    static_cast<double>(spec.cp.S()), spec.cp.causal()};
+}
+
+PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a) { return predict(trace, trace_shape(spec), a); }
+
+PerfPrediction predict(const Trace& trace, const TraceShape& shape, const PerfAssumptions& a) {
   require(a.gpus_per_node >= 1, "gpus per node must be >= 1");
   require(a.gpu.fwd_tflops > 0 && a.gpu.bwd_tflops > 0 && a.gpu.hbm_TBps > 0, "the GPU's TFLOP/s and HBM TB/s must be positive");
   const int N = trace.cp();
-  const double d = static_cast<double>(spec.cp.d()), dv = static_cast<double>(spec.cp.dv());
+  const double d = shape.d, dv = shape.dv;
   auto rate = [&](Phase p, bool causal, double rows) {
     const double preset = p == Phase::fwd ? a.gpu.fwd_tflops : a.gpu.bwd_tflops;
     const double cal = a.calibration.empty() ? 0 : a.calibration.tflops(p, causal, rows);
@@ -138,7 +145,7 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
   auto bandwidth = [](const LinkPreset& l, const std::string& op) {
     return (op == "all_to_all" ? l.a2a_GBps : op == "p2p" ? l.p2p_GBps : l.allgather_GBps) * 1e9;
   };
-  const double elem_scale = wire_scale(spec, a);
+  const double elem_scale = a.bytes_per_element / shape.trace_bytes_per_element;
   const auto steps = trace.steps();
   std::map<std::pair<Phase, int>, size_t> index;
   for (size_t i = 0; i < steps.size(); ++i) index[steps[i]] = i;
@@ -194,9 +201,9 @@ PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssump
     p.exposed_comm_us += st.time_us - st.compute_us;
     p.steps.push_back(st);
   }
-  const double rows_per_rank = static_cast<double>(spec.cp.S()) / N;
-  if (p.fwd_us > 0) p.efficiency_fwd = useful[0] / (N * rate(Phase::fwd, spec.cp.causal(), rows_per_rank) * p.fwd_us * 1e-6);
-  if (p.bwd_us > 0) p.efficiency_bwd = useful[1] / (N * rate(Phase::bwd, spec.cp.causal(), rows_per_rank) * p.bwd_us * 1e-6);
+  const double rows_per_rank = shape.query_rows / N;
+  if (p.fwd_us > 0) p.efficiency_fwd = useful[0] / (N * rate(Phase::fwd, shape.causal, rows_per_rank) * p.fwd_us * 1e-6);
+  if (p.bwd_us > 0) p.efficiency_bwd = useful[1] / (N * rate(Phase::bwd, shape.causal, rows_per_rank) * p.bwd_us * 1e-6);
   return p;
 }
 

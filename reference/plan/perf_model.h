@@ -108,4 +108,18 @@ double wire_scale(const RunSpec& spec, const PerfAssumptions& a);
 
 PerfPrediction predict(const Trace& trace, const RunSpec& spec, const PerfAssumptions& a);
 
+// What predict reads of a run besides its trace, so that a trace of another kind of step (an
+// inference step: infer/infer_plan.h, priced by plan/infer_plan_model.h) goes through the same
+// model: the head dims (the merges' bytes), the trace's bytes per element (float 4, double 8: the
+// wire rescales them to a.bytes_per_element), and for the efficiency's rate lookup the query rows
+// of all ranks (divided by the trace's N) and the causal-ness. predict(trace, spec, a) is predict(trace, trace_shape(spec), a).
+struct TraceShape {
+  double d = 0, dv = 0;
+  double trace_bytes_per_element = 4;
+  double query_rows = 0;
+  bool causal = true;
+};
+TraceShape trace_shape(const RunSpec& spec);
+PerfPrediction predict(const Trace& trace, const TraceShape& shape, const PerfAssumptions& a);
+
 }  // namespace cplab
