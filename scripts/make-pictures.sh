@@ -47,6 +47,12 @@ run --view scheduler --ranks 8 scheduler.png
 run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link nvlink4 timeline_nvlink4.png
 run --view timeline --mode p2p --cp 8 --seq 131072 --heads 32 --kv-heads 32 --head-dim 128 --link eth100 timeline_eth100.png
 run --lesson 4 lesson.png
+run --view ownership --kv-cache 448 --seq 64 --cp 4 --mode pass-q infer_ownership.png
+run --view ownership --kv-cache 40,41,42,43 --cu-seqlens 0,1,2,3,4 --cp 4 --mode decode-ag --cache-layout interleaved infer_ownership_decode.png
+run --view ring --kv-cache 448 --seq 64 --cp 4 --heads 8 --kv-heads 2 --head-dim 64 --dtype double --mode pass-q --step 1 infer_ring.png
+run --view ring --kv-cache 448 --seq 64 --cp 4 --heads 8 --kv-heads 2 --head-dim 64 --dtype double --mode pass-q --step 4 infer_ring_a2a.png
+run --view masks --kv-cache 24,40 --cu-seqlens 0,8,20 --cp 4 --mode pass-q infer_masks.png
+run --view timeline --kv-cache 448 --seq 64 --cp 4 --heads 8 --kv-heads 2 --head-dim 64 --dtype double --mode pass-q infer_timeline.png
 if ((check)); then
   if ((${#stale[@]})); then
     echo "make-pictures: stale (the current build draws them differently):"

@@ -83,7 +83,7 @@ TEST_CASE("viz lessons: the number rule of the pages' checks") {
 
 TEST_CASE("viz lessons: every page opens with cplab-viz's own parser and its view shows the numbers its text quotes") {
   const auto& lessons = lesson::viz_lessons();
-  CHECK(lessons.size() == 15);
+  CHECK(lessons.size() == 16);
   for (const lesson::VizLesson& l : lessons) {
     CHECK(l.pages.size() >= 1);
     CHECK(l.pages.size() <= 3);

@@ -24,6 +24,33 @@ bool input_index(const char* label, index_t& x, const char* tip) {
   return changed;
 }
 
+// an inference step's own controls (issue 37): the variant (infer_table.h) and the cache's layout and
+// length, edited as given; the rebuilt model validates them (infer_spec.h)
+bool infer_controls(AppState& app) {
+  VizParams& p = app.params;
+  bool changed = false;
+  static std::vector<const char*> names;
+  if (names.empty())
+    for (const InferInfo& i : infer_table()) names.push_back(i.name);
+  int vi = 0;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (p.infer_mode == names[i]) vi = static_cast<int>(i);
+  if (ImGui::Combo("variant", &vi, names.data(), static_cast<int>(names.size()))) p.infer_mode = names[static_cast<size_t>(vi)], changed = true;
+  help("An inference step (T new tokens over P cached ones). p2p: pass-KV, the KV shards travel the ring. pass-q: Q blocks "
+       "travel, KV stays, one all-to-all returns the partial outputs. decode-pass-q: the same ring, new tokens round-robin. "
+       "decode-ag: every rank gathers Q, attends to its cache shard, an all-to-all returns the partials.");
+  static const char* cache_layouts[] = {"zigzag", "interleaved"};
+  int ci = p.cache_layout == "interleaved" ? 1 : 0;
+  if (ImGui::Combo("cache layout", &ci, cache_layouts, 2)) p.cache_layout = cache_layouts[ci], changed = true;
+  help("How the cache is sharded: zigzag (what zigzag prefills leave behind) or interleaved (token p on rank p mod cp).");
+  static char kv[128] = "";
+  static int kv_version = -1;
+  if (kv_version != app.params_version) std::strncpy(kv, p.kv_cache.c_str(), sizeof kv - 1), kv_version = app.params_version;
+  if (ImGui::InputText("kv cache", kv, sizeof kv, ImGuiInputTextFlags_EnterReturnsTrue) && std::strlen(kv) > 0) p.kv_cache = kv, changed = true;
+  help("Cached tokens per request (press Enter): one length, or one per request (100,200).");
+  return changed;
+}
+
 }  // namespace
 
 bool run_controls(AppState& app) {
@@ -36,9 +63,12 @@ bool run_controls(AppState& app) {
   int mi = 0;
   for (size_t i = 0; i < table.size(); ++i)
     if (table[i].mode == s.mode) mi = static_cast<int>(i);
-  if (ImGui::Combo("mode", &mi, modes.data(), static_cast<int>(modes.size())))
+  if (app.params.inference()) {
+    changed |= infer_controls(app);  // an inference step (--kv-cache): its variants and cache layout
+  } else if (ImGui::Combo("mode", &mi, modes.data(), static_cast<int>(modes.size()))) {
     s.mode = table[static_cast<size_t>(mi)].mode, changed = true;
-  help("p2p: ring attention, KV blocks travel rank to rank while Q stays. allgather: every rank gathers all "
+  }
+  if (!app.params.inference()) help("p2p: ring attention, KV blocks travel rank to rank while Q stays. allgather: every rank gathers all "
        "KV first (Llama 3). a2a: Ulysses, an all-to-all swaps the sequence split for a head split. a2a+p2p: "
        "all-to-all inside groups of icp ranks, ring across ocp groups.");
   static const char* layouts[] = {"contiguous", "zigzag", "striped"};

@@ -30,7 +30,7 @@ struct PageRef {
 };
 
 // the lesson and page data; a lesson or page that does not exist throws cplab::Error naming the rule:
-// "--lesson 16: there are 15 lessons (1..15)", "--page 4: lesson 3 has 2 pages (1..2)"
+// "--lesson 17: there are 16 lessons (1..16)", "--page 4: lesson 3 has 2 pages (1..2)"
 const lesson::VizLesson& lesson_of(int lesson);
 const lesson::VizPage& page_of(PageRef r);
 // the page after (before) r, across lessons; a closed PageRef after the last (before the first)

@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "core/checked.h"
 #include "core/error.h"
+#include "infer/infer_table.h"
 #include "layout/layout_index.h"
 #include "layout/thd.h"
 #include "lesson_mode.h"
@@ -58,7 +59,14 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
                                 "build N frames (1..100000) without a display and print the mean wall time\n"
                                 "per frame (refused when they would take more than a minute)"),
                  1, 100000);
-  cli.add_option("--mode", mode, mode_choices())->capture_default_str();
+  cli.add_option("--mode", mode, mode_choices() + "; with --kv-cache, an inference variant: " + infer_mode_names())
+      ->capture_default_str();
+  // an inference step (issue 37; reference/infer/infer_spec.h), as cplab run takes it
+  cli.add_option("--kv-cache", p.kv_cache,
+                 "an inference step: P cached tokens per request (\"4\", or one per request \"100,200\"; 0: a first\n"
+                 "prefill) before the --seq (or --cu-seqlens) new tokens; --mode p2p (pass-KV), pass-q, decode-pass-q, decode-ag");
+  cli.add_option("--cache-layout", p.cache_layout, "with --kv-cache: how the cache is sharded: zigzag | interleaved")
+      ->capture_default_str();
   cli.add_option("--cp", s.cp, "context-parallel size")->capture_default_str();
   cli.add_option("--seq", s.seq, "tokens (unpacked)")->capture_default_str();
   cli.add_option("--heads", s.heads, "query heads")->capture_default_str();
@@ -116,7 +124,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
                      "open lesson N's page (1.." + std::to_string(lesson::viz_lessons().size()) +
                          "): its view, run and step beside its explanation, with Previous / Next;\n"
                          "only --page and the display options may be given beside it");
-  // values an int holds go on to lesson_mode.h's rules (--lesson 16: there are 15 lessons); others stop here
+  // values an int holds go on to lesson_mode.h's rules (--lesson 17: there are 16 lessons); others stop here
   const std::string lessons = std::to_string(lesson::viz_lessons().size());
   size_t most_pages = 0;
   for (const auto& l : lesson::viz_lessons()) most_pages = std::max(most_pages, l.pages.size());
@@ -151,7 +159,23 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   if (!cu.empty()) s.cu_seqlens = parse_cu_seqlens(cu);
   if (!hcp.empty()) parse_hcp(hcp, s);
   std::tie(L.W, L.H) = parse_size(size);
-  s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
+  if (cli.get_option("--kv-cache")->count() > 0) {  // an inference step: its own rules (infer_spec.h), its own views
+    require(!p.kv_cache.empty(), "--kv-cache needs a value, got an empty string");
+    require(view != "scheduler" && view != "check",
+            "--kv-cache is for the ownership, ring, masks and timeline views (an inference step), not --view " + view);
+    for (const char* name : {"--hcp", "--pad", "--replicate-kv", "--trace", "--backward", "--zoom-from", "--gpu", "--intra",
+                             "--inter", "--link", "--gpus-per-node", "--tau-us"})
+      require(cli.get_option(name)->count() == 0,
+              std::string(name) + " is not for an inference step (--kv-cache): inference has no backward, its timeline shows "
+                                  "each variant's bytes and FLOPs per step, and its cache layout is --cache-layout");
+    require(is_infer_mode(mode), "--mode " + mode + " is not an inference variant: " + infer_mode_names() + " (with --kv-cache)");
+    p.infer_mode = mode;
+  } else {
+    require(cli.get_option("--cache-layout")->count() == 0, "--cache-layout needs --kv-cache P (an inference step)");
+    require(!is_infer_mode(mode) || mode_choices().find(mode) != std::string::npos,
+            "--mode " + mode + " is an inference variant: it needs --kv-cache P (the cached tokens; 0 for a first prefill)");
+    s.mode = parse_mode(mode);  // modes/mode_table.h: the one parser of mode names
+  }
 
   // build the models the view needs; a broken rule ends here with its message
   require(check_report.empty() || view == "check", "--check-report is for --view check");

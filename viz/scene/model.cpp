@@ -142,6 +142,14 @@ RunSpec VizParams::run_spec() const {
 RunModel RunModel::build(const VizParams& p) {
   RunModel m;
   const PerfAssumptions assumed = perf_assumptions(p.perf);  // cplab plan's rules, for every view and a trace file too
+  if (p.inference()) {  // an inference step: its own model and views (infer_model.h, views_infer.h)
+    m.infer = std::make_shared<const InferModel>(InferModel::build(p));
+    m.trace = m.infer->trace;
+    m.steps = m.infer->steps;
+    for (const Event& e : m.trace.events())
+      m.step_of.push_back(static_cast<int>(std::find(m.steps.begin(), m.steps.end(), std::make_pair(e.phase, e.step)) - m.steps.begin()));
+    return m;
+  }
   if (!p.trace_file.empty()) {
     m.trace = read_trace_file(p.trace_file);
   } else {

@@ -17,12 +17,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "dcp/dcp_bounds.h"
+#include "infer_model.h"
 #include "dcp/dcp_schedule.h"
 #include "plan/perf_options.h"
 #include "run/experiment.h"
@@ -57,6 +59,11 @@ struct VizParams {
   std::uint64_t seed = 0;
   std::string schedule_json;  // a `cplab schedule --json` file: its batch, ranks and M
   std::string cost = "l2", cost_params;  // as cplab schedule
+  // an inference step (issue 37; infer_model.h) instead of a training run, when kv_cache is given:
+  // --kv-cache P (one cache length, or one per request), --mode's inference name (p2p = pass-KV,
+  // pass-q, decode-pass-q, decode-ag) and --cache-layout (zigzag | interleaved), as cplab run takes them
+  std::string kv_cache, infer_mode = "p2p", cache_layout = "zigzag";
+  bool inference() const { return !kv_cache.empty(); }
   // p2p, zigzag, cp 4, 32 tokens, 8 query heads over 2 KV heads of dim 64, causal
   static CpFields default_fields();
   // the run drawn: constructs the CpSpec from `cp` (cplab::Error naming the rule it breaks), the
@@ -65,9 +72,12 @@ struct VizParams {
 };
 
 struct RunModel {
-  std::optional<RunSpec> spec;  // the run drawn; empty when the trace came from a file
+  std::optional<RunSpec> spec;  // the run drawn; empty when the trace came from a file or for inference
   Trace trace;
-  bool from_file() const { return !spec.has_value(); }
+  // an inference step (VizParams::inference()): its model; the views draw it with views_infer.h, and
+  // trace / steps / step_of are its planned trace's (no timeline model, no layouts)
+  std::shared_ptr<const InferModel> infer;
+  bool from_file() const { return !spec.has_value() && !infer; }
   // the run's CP layer (not from_file()): its partition() and packing() are what the views draw;
   // where cu_seqlens were given (thd(), even one unpadded sequence) the views draw the sequences
   const CpSpec& cp() const { return spec.value().cp; }

@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "views.h"
+#include "views_infer.h"
 
 namespace cplab::viz {
 
@@ -31,6 +32,7 @@ void draw_tile_box(Scene& s, float x0, float y0, double cw, double ch, index_t r
 }  // namespace
 
 Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
+  if (m.infer) return infer_masks_view(*m.infer, v, W, H);  // an inference step (issue 37): views_infer.h
   Scene s;
   s.width = W, s.height = H;
   if (m.from_file()) {

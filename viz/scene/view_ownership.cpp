@@ -11,6 +11,7 @@
 #include "modes/hierarchical_cp.h"
 #include "layout/thd.h"
 #include "views.h"
+#include "views_infer.h"
 
 namespace cplab::viz {
 
@@ -79,6 +80,7 @@ std::string token_facts(const RunModel& m, const Partition& part, index_t g) {
 }  // namespace
 
 Scene ownership_view(const RunModel& m, const ViewState& v, float W, float H) {
+  if (m.infer) return infer_ownership_view(*m.infer, v, W, H);  // an inference step (issue 37): views_infer.h
   Scene s;
   s.width = W, s.height = H;
   if (m.from_file()) {

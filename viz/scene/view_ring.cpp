@@ -14,6 +14,7 @@
 
 #include "modes/hierarchical_cp.h"
 #include "views.h"
+#include "views_infer.h"
 
 namespace cplab::viz {
 
@@ -84,6 +85,7 @@ void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*
 }  // namespace
 
 Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
+  if (m.infer) return infer_ring_view(*m.infer, v, W, H);  // an inference step (issue 37): views_infer.h
   Scene s;
   s.width = W, s.height = H;
   if (m.steps.empty()) {

@@ -15,6 +15,7 @@
 
 #include "core/util.h"
 #include "views.h"
+#include "views_infer.h"
 
 namespace cplab::viz {
 
@@ -48,6 +49,7 @@ std::string title_of(const RunModel& m, double end) {
 }  // namespace
 
 Scene timeline_view(const RunModel& m, const ViewState& v, float W, float H) {
+  if (m.infer) return infer_timeline_view(*m.infer, v, W, H);  // an inference step (issue 37): views_infer.h
   Scene s;
   s.width = W, s.height = H;
   if (m.timing == RunModel::Timing::model && !m.pred) {
