@@ -222,6 +222,10 @@ TEST_CASE("infer: the spec's rules name what they break") {
   f.chunk = 4;
   f.window = 4;
   CHECK(msg(f).find("cannot both be given") != std::string::npos);
+  f.chunk.reset();
+  f.window.reset();
+  f.cached = {index_t{1} << 40};  // refused before any row list is built
+  CHECK(msg(f).find("the most one inference step takes") != std::string::npos);
   CHECK_THROWS_AS(parse_kv_cache("1,2", 3), Error);
   CHECK(parse_kv_cache("5", 3) == std::vector<index_t>{5, 5, 5});
   CHECK_THROWS_AS(parse_infer_mode("allgather"), Error);

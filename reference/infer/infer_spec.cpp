@@ -60,8 +60,9 @@ void check_fields(const InferFields& f) {
     require(f.cached[b] <= kMaxPackedTokens && f.fresh[b] <= kMaxPackedTokens,
             "request " + num(static_cast<index_t>(b)) + " is longer than 2^40 tokens, the most cplab takes");
     total += f.cached[b] + f.fresh[b];
-    require(total <= kMaxPackedTokens, "the cache and new tokens of all requests add up to more than 2^40 tokens, the "
-                                       "most cplab takes");
+    require(total <= kMaxInferTokens, "the cache and new tokens of all requests add up to more than 2^28 = " +
+                                          num(kMaxInferTokens) + " tokens, the most one inference step takes (the "
+                                          "spec lists every token's row)");
   }
   require(f.v_head_dim >= 0, "v-head-dim " + num(f.v_head_dim) + " must be >= 1 (or 0 for = head-dim)");
   for (const auto& [v, name] :

@@ -38,8 +38,10 @@ enum class CacheLayout { zigzag, interleaved };
 CacheLayout parse_cache_layout(const std::string& s);  // "zigzag" | "interleaved", else cplab::Error
 std::string to_string(CacheLayout l);
 
-// the most requests one step takes, and the most tokens (cache + new) over all of them
+// the most requests one step takes, and the most tokens (cache + new) over all of them: the spec
+// lists every token's row (8 bytes each, a few times over), so it is bounded before any list is built
 inline constexpr index_t kMaxInferRequests = 65536;
+inline constexpr index_t kMaxInferTokens = index_t{1} << 28;
 
 struct InferFields {
   InferMode mode = InferMode::pass_kv;
