@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "core/attention_kernel.h"
+#include "core/merge.h"
+#include "core/sinks.h"
 #include "layout/thd.h"
 #include "modes/cp_common.h"
 
@@ -66,13 +69,36 @@ void unflat_partial(const std::vector<T>& buf, size_t off, Tensor3<T>& o, Rows<T
             lse.data());
 }
 
+template <class T>
+void merge_at_owners(const InferSpec& s, const std::vector<std::vector<T>>& got, const std::vector<T>& sinks,
+                     std::vector<Tensor3<T>>& o, std::vector<Rows<T>>& lse) {
+  const index_t N = s.N(), h = s.h(), dv = s.dv();
+  for (index_t j = 0; j < N; ++j) {
+    const index_t n = static_cast<index_t>(s.q_rows(j).size());
+    Tensor3<T>& oj = o.emplace_back(n, h, dv);
+    Rows<T>& lj = lse.emplace_back(Rows<T>::Constant(h, n, -std::numeric_limits<T>::infinity()));
+    const size_t blk = static_cast<size_t>(n * h * (dv + 1));
+    if (got[static_cast<size_t>(j)].size() != blk * static_cast<size_t>(N))
+      throw std::logic_error("merge_at_owners: the all-to-all delivered the wrong size");
+    for (index_t src = 0; src < N; ++src) {  // source-rank order
+      Tensor3<T> o_p(n, h, dv);
+      Rows<T> l_p(h, n);
+      unflat_partial(got[static_cast<size_t>(j)], blk * static_cast<size_t>(src), o_p, l_p);
+      merge_streaming<T>(oj.view(), rows_view(lj), 0, o_p.view(), rows_view(std::as_const(l_p)));
+    }
+    if (!sinks.empty()) apply_sinks<T>(oj.view(), rows_view(lj), sinks.data());
+  }
+}
+
 #define CPLAB_INFER_COMMON(T)                                                                                     \
   template void infer_attend<T>(const InferSpec&, const InferTile&, const Tensor3<T>&, const Tensor3<T>&,          \
                                 const Tensor3<T>&, Tensor3<T>&, Rows<T>&);                                         \
   template std::vector<T> pad_rows<T>(const Tensor3<T>&, index_t);                                                 \
   template Tensor3<T> take_rows<T>(const std::vector<T>&, size_t, index_t, index_t, index_t);                      \
   template std::vector<T> flat_partial<T>(const Tensor3<T>&, const Rows<T>&);                                      \
-  template void unflat_partial<T>(const std::vector<T>&, size_t, Tensor3<T>&, Rows<T>&);
+  template void unflat_partial<T>(const std::vector<T>&, size_t, Tensor3<T>&, Rows<T>&);                     \
+  template void merge_at_owners<T>(const InferSpec&, const std::vector<std::vector<T>>&, const std::vector<T>&,   \
+                                   std::vector<Tensor3<T>>&, std::vector<Rows<T>>&);
 CPLAB_INFER_COMMON(float)
 CPLAB_INFER_COMMON(double)
 #undef CPLAB_INFER_COMMON

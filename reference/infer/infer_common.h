@@ -48,4 +48,11 @@ std::vector<T> flat_partial(const Tensor3<T>& o, const Rows<T>& lse);
 template <class T>
 void unflat_partial(const std::vector<T>& buf, size_t off, Tensor3<T>& o, Rows<T>& lse);
 
+// The closing step of pass-Q and decode-ag: got[j] holds, from every source rank in order, the
+// partial [O (n_j, h, dv) | LSE (h, n_j)] of owner j's n_j new tokens; each owner merges them in
+// source-rank order (merge.h; an empty partial weighs exactly 0) and applies the sinks (empty: none)
+template <class T>
+void merge_at_owners(const InferSpec& s, const std::vector<std::vector<T>>& got, const std::vector<T>& sinks,
+                     std::vector<Tensor3<T>>& o, std::vector<Rows<T>>& lse);
+
 }  // namespace cplab

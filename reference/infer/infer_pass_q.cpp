@@ -24,7 +24,7 @@ namespace cplab {
 template <class T>
 InferOutput<T> infer_pass_q(const InferSpec& s, const InferLocal<T>& in, SimComm& comm, const std::vector<T>& sinks) {
   const int N = static_cast<int>(s.N());
-  const index_t h = s.h(), d = s.d(), dv = s.dv(), M = s.Mq();
+  const index_t h = s.h(), d = s.d(), M = s.Mq();
   auto nq = [&](int r) { return static_cast<index_t>(s.q_rows(r).size()); };
   std::vector<Tensor3<T>> q_held = in.q;
   // partial[r][j]: rank r's partial for rank j's queries (n_j rows)
@@ -62,22 +62,7 @@ InferOutput<T> infer_pass_q(const InferSpec& s, const InferLocal<T>& in, SimComm
   if (N > 1) comm.set_step(Phase::fwd, N);
   const std::vector<std::vector<T>> got = N > 1 ? comm.all_to_all<T>("o+lse", blocks) : std::vector<std::vector<T>>{blocks[0][0]};
   InferOutput<T> out;
-  for (int j = 0; j < N; ++j) {
-    const index_t n = nq(j);
-    out.o.emplace_back(n, h, dv);
-    out.lse.push_back(Rows<T>::Constant(h, n, -std::numeric_limits<T>::infinity()));
-    const size_t blk = static_cast<size_t>(n * h * (dv + 1));
-    if (got[static_cast<size_t>(j)].size() != blk * static_cast<size_t>(N)) throw std::logic_error("pass-Q: wrong all-to-all size");
-    for (int src = 0; src < N; ++src) {  // source-rank order
-      Tensor3<T> o_p(n, h, dv);
-      Rows<T> l_p(h, n);
-      unflat_partial(got[static_cast<size_t>(j)], blk * static_cast<size_t>(src), o_p, l_p);
-      merge_streaming<T>(out.o[static_cast<size_t>(j)].view(), rows_view(out.lse[static_cast<size_t>(j)]), 0, o_p.view(),
-                         rows_view(std::as_const(l_p)));
-    }
-    if (!sinks.empty())
-      apply_sinks<T>(out.o[static_cast<size_t>(j)].view(), rows_view(out.lse[static_cast<size_t>(j)]), sinks.data());
-  }
+  merge_at_owners(s, got, sinks, out.o, out.lse);
   if (comm.pending() != 0) throw std::logic_error("pass-Q left undelivered messages");
   return out;
 }

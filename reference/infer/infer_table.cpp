@@ -13,6 +13,13 @@ using I64 = std::int64_t;
 // new tokens, (T - n_r) rows of h * (dv + 1) elements
 I64 partials_bytes(const InferSizes& s) { return (s.T - s.n_r) * s.h * (s.dv + 1) * s.e; }
 I64 others(const InferSizes& s) { return s.N - 1; }
+// the Q ring (pass-Q and its decode form): N-1 padded Q blocks, then the partials' all-to-all
+CommPerRank q_ring(const InferSizes& s) {
+  return CommPerRank{2 * others(s), others(s) * s.Mq * s.h * s.d * s.e + partials_bytes(s), 0, 0};
+}
+I64 q_ring_steps(I64 N) { return N > 1 ? N + 1 : 1; }
+constexpr const char* kQRingMsgs = "`2(N−1)`";
+constexpr const char* kQRingBytes = "`(N−1)·Mq·h·d·e + (T−n_r)·h·(dv+1)·e`";
 
 const std::vector<InferInfo> kTable = {
     {.mode = InferMode::pass_kv,
@@ -33,24 +40,18 @@ const std::vector<InferInfo> kTable = {
      .travels = "Q",
      .decode_layout = false,
      .ring = true,
-     .steps = [](I64 N) -> I64 { return N > 1 ? N + 1 : 1; },
-     .comm =
-         [](const InferSizes& s) {
-           return CommPerRank{2 * others(s), others(s) * s.Mq * s.h * s.d * s.e + partials_bytes(s), 0, 0};
-         },
-     .readme = {"`2(N−1)`", "`(N−1)·Mq·h·d·e + (T−n_r)·h·(dv+1)·e`"}},
+     .steps = q_ring_steps,
+     .comm = q_ring,
+     .readme = {kQRingMsgs, kQRingBytes}},
     {.mode = InferMode::decode_pass_q,
      .name = "decode-pass-q",
      .title = "decode-pass-q",
      .travels = "Q",
      .decode_layout = true,
      .ring = true,
-     .steps = [](I64 N) -> I64 { return N > 1 ? N + 1 : 1; },
-     .comm =
-         [](const InferSizes& s) {
-           return CommPerRank{2 * others(s), others(s) * s.Mq * s.h * s.d * s.e + partials_bytes(s), 0, 0};
-         },
-     .readme = {"`2(N−1)`", "`(N−1)·Mq·h·d·e + (T−n_r)·h·(dv+1)·e`"}},
+     .steps = q_ring_steps,
+     .comm = q_ring,
+     .readme = {kQRingMsgs, kQRingBytes}},
     {.mode = InferMode::decode_ag,
      .name = "decode-ag",
      .title = "decode-ag (all-gather Q)",

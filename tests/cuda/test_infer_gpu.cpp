@@ -16,6 +16,7 @@
 
 #include "device.h"
 #include "infer/infer_run.h"
+#include "infer_test_fields.h"
 #include "infer_gpu.h"
 #include "local_comm.h"
 #include "test_gpu_util.h"
@@ -97,17 +98,8 @@ void run_case(const InferFields& f, DType t, Kernel k) {
   CHECK(world.total_bytes_sent() - bytes0 == pairs * (own[0]->ring_block_bytes() + gather + own[0]->slot_bytes));
 }
 
-InferFields fields(InferMode m, index_t N, std::vector<index_t> P, std::vector<index_t> T) {
-  InferFields f;
-  f.mode = m;
-  f.cp = N;
-  f.cached = std::move(P);
-  f.fresh = std::move(T);
-  f.heads = 4, f.kv_heads = 2, f.head_dim = 64;
-  return f;
-}
-
-const InferMode kModes[] = {InferMode::pass_kv, InferMode::pass_q, InferMode::decode_pass_q, InferMode::decode_ag};
+using cplab::cuda::test::infer_fields;
+constexpr auto& kModes = cplab::cuda::test::kInferModes;
 
 }  // namespace
 
@@ -118,7 +110,7 @@ TEST_CASE("gpu inference: every variant and cache layout, P = 0, 1, 7, 100, T = 
         for (index_t P : {0, 1, 7, 100})
           for (index_t T : {index_t{1}, N - 1, 2 * N, index_t{33}}) {
             if (T < 1 || (N == 1 && (P == 1 || P == 7))) continue;  // cp 1: P = 0 and 100 suffice
-            InferFields f = fields(m, N, {P}, {T});
+            InferFields f = infer_fields(m, N, {P}, {T});
             f.cache_layout = cl;
             run_case(f, DType::bf16, Kernel::v2);
           }
@@ -127,7 +119,7 @@ TEST_CASE("gpu inference: every variant and cache layout, P = 0, 1, 7, 100, T = 
 TEST_CASE("gpu inference: kernel v1 in fp32, cp 3 and 8, packed requests, GQA 8 / 1") {
   for (InferMode m : kModes)
     for (index_t N : {3, 8}) {
-      InferFields f = fields(m, N, {5, 0, 40}, {3, 9, 1});
+      InferFields f = infer_fields(m, N, {5, 0, 40}, {3, 9, 1});
       f.heads = 8, f.kv_heads = 1;
       run_case(f, DType::f32, Kernel::v1);
     }
@@ -137,7 +129,7 @@ TEST_CASE("gpu inference: a window, a chunk and sinks in every variant, packed o
   for (InferMode m : kModes)
     for (int rule = 0; rule < 3; ++rule)
       for (bool packed : {false, true}) {
-        InferFields f = packed ? fields(m, 4, {30, 7}, {11, 5}) : fields(m, 4, {57}, {13});
+        InferFields f = packed ? infer_fields(m, 4, {30, 7}, {11, 5}) : infer_fields(m, 4, {57}, {13});
         if (rule == 0) f.window = 9;
         if (rule == 1) f.chunk = 16;
         if (rule == 2) f.sinks = true;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "infer/infer_common.h"
 #include "infer/infer_run.h"
+#include "infer_test_fields.h"
 #include "infer_gpu.h"
 #include "local_comm.h"
 #include "modes/ring_schedule.h"
@@ -25,17 +26,8 @@ using namespace cplab::cuda;
 
 namespace {
 
-InferFields fields(InferMode m, index_t N, std::vector<index_t> P, std::vector<index_t> T) {
-  InferFields f;
-  f.mode = m;
-  f.cp = N;
-  f.cached = std::move(P);
-  f.fresh = std::move(T);
-  f.heads = 4, f.kv_heads = 2, f.head_dim = 64;
-  return f;
-}
-
-const InferMode kModes[] = {InferMode::pass_kv, InferMode::pass_q, InferMode::decode_pass_q, InferMode::decode_ag};
+using cplab::cuda::test::infer_fields;
+constexpr auto& kModes = cplab::cuda::test::kInferModes;
 
 }  // namespace
 
@@ -45,7 +37,7 @@ TEST_CASE("gpu inference plan: every (query owner, KV owner) tile once, the refe
       for (index_t N : {1, 3, 8})
         for (index_t P : {0, 7, 1000})
           for (index_t T : {1, 5, 333}) {
-            InferFields f = fields(m, N, {P, 3}, {T, 2});  // two packed requests
+            InferFields f = infer_fields(m, N, {P, 3}, {T, 2});  // two packed requests
             f.cache_layout = cl;
             f.window = P == 7 ? std::optional<index_t>(9) : std::nullopt;
             const InferSpec s(f);
@@ -81,7 +73,7 @@ TEST_CASE("gpu inference plan: every (query owner, KV owner) tile once, the refe
 }
 
 TEST_CASE("gpu inference: a step the kernel or the communicator cannot run is refused before any CUDA call") {
-  InferFields f = fields(InferMode::pass_q, 4, {100}, {10});
+  InferFields f = infer_fields(InferMode::pass_q, 4, {100}, {10});
   f.head_dim = 96;
   const GpuInferSpec bad{InferSpec(f), DType::bf16, Kernel::v2};
   CHECK_THROWS_WITH_AS(bad.check(), doctest::Contains("kernel v2 needs head dim 64 or 128"), Error);

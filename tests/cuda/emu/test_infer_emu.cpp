@@ -20,6 +20,7 @@
 #include "emu_kernels.h"
 #include "emu_merge.h"
 #include "infer/infer_run.h"
+#include "infer_test_fields.h"
 #include "infer_gpu_plan.h"
 #include "test_gpu_util.h"
 
@@ -143,17 +144,8 @@ void run_case(const InferFields& f, DType dt, int kernel) {
   CHECK(cplab::cuda::test::lse_err(out_l, ref.lse) <= tol.lse);
 }
 
-InferFields fields(InferMode m, index_t N, std::vector<index_t> P, std::vector<index_t> T) {
-  InferFields f;
-  f.mode = m;
-  f.cp = N;
-  f.cached = std::move(P);
-  f.fresh = std::move(T);
-  f.heads = 4, f.kv_heads = 2, f.head_dim = 64;
-  return f;
-}
-
-const InferMode kModes[] = {InferMode::pass_kv, InferMode::pass_q, InferMode::decode_pass_q, InferMode::decode_ag};
+using cplab::cuda::test::infer_fields;
+constexpr auto& kModes = cplab::cuda::test::kInferModes;
 
 }  // namespace
 
@@ -162,7 +154,7 @@ TEST_CASE("emulated inference CP: every variant and cache layout, P = 0, 7, 100,
     for (CacheLayout cl : {CacheLayout::zigzag, CacheLayout::interleaved})
       for (index_t P : {0, 7, 100})
         for (index_t T : {1, 3, 8}) {
-          InferFields f = fields(m, 4, {P}, {T});
+          InferFields f = infer_fields(m, 4, {P}, {T});
           f.cache_layout = cl;
           f.head_dim = 24, f.v_head_dim = 16;
           run_case<float>(f, DType::f32, 1);
@@ -172,7 +164,7 @@ TEST_CASE("emulated inference CP: every variant and cache layout, P = 0, 7, 100,
 TEST_CASE("emulated inference CP: packed requests, a window, a chunk and sinks, GQA 8 / 1, kernel v1 fp32") {
   for (InferMode m : kModes)
     for (int rule = 0; rule < 3; ++rule) {
-      InferFields f = fields(m, 3, {30, 0, 7}, {11, 2, 5});
+      InferFields f = infer_fields(m, 3, {30, 0, 7}, {11, 2, 5});
       f.heads = 8, f.kv_heads = 1, f.head_dim = 16;
       if (rule == 0) f.window = 9;
       if (rule == 1) f.chunk = 16;
@@ -183,5 +175,5 @@ TEST_CASE("emulated inference CP: packed requests, a window, a chunk and sinks, 
 
 TEST_CASE("emulated inference CP: pass-Q and decode-ag with kernel v2 in bf16 (P = 100, T = 33, cp 4)") {
   for (InferMode m : {InferMode::pass_q, InferMode::decode_ag})
-    run_case<__nv_bfloat16>(fields(m, 4, {100}, {33}), DType::bf16, 2);
+    run_case<__nv_bfloat16>(infer_fields(m, 4, {100}, {33}), DType::bf16, 2);
 }
