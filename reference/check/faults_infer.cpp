@@ -32,13 +32,6 @@ namespace cplab {
 
 namespace {
 
-Prediction faulted(Tensor3<double> x) {
-  Prediction p;
-  p.kind = PredKind::faulted;
-  p.x = std::move(x);
-  return p;
-}
-
 // a hypothesis predicting O and LSE from one (O, LSE)
 Hypothesis both(std::string id, std::string name, int priority, std::string method, const AttnOut<double>& x) {
   Hypothesis h{std::move(id), std::move(name), priority, std::move(method), {}};

@@ -14,13 +14,6 @@ namespace cplab {
 
 namespace {
 
-Prediction faulted(Tensor3<double> x) {
-  Prediction p;
-  p.kind = PredKind::faulted;
-  p.x = std::move(x);
-  return p;
-}
-
 // ---- tokens in another layout's order ----------------------------------------------------------
 
 // rank r's buffer holds layout `held`'s tokens but was placed at layout `placed`'s positions:

@@ -27,6 +27,7 @@
 #include <array>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/error_map.h"
@@ -41,6 +42,13 @@ struct Prediction {
   std::vector<index_t> tokens;  // faulted: the tokens x holds, in x's order (empty: every token)
   Tensor3<double> x;            // faulted: (tokens or S, heads, dim)
 };
+// the prediction "every token is x" (x: (S, heads, dim)), the faults' usual form
+inline Prediction faulted(Tensor3<double> x) {
+  Prediction p;
+  p.kind = PredKind::faulted;
+  p.x = std::move(x);
+  return p;
+}
 
 struct Hypothesis {
   std::string id, name;  // "kv_head_mod", "KV head map i % kv_heads instead of i / (heads / kv_heads)"
