@@ -3,11 +3,11 @@
 # then builds and runs ctest in two stages; the second runs even when the first fails, and the
 # summary at the end names every failed and every skipped test:
 #   build/       the normal build; with nvcc present the CUDA parts are compiled (warnings are errors)
-#                and their GPU tests report "skipped" when there is no GPU (8-11 minutes on 2 cores
+#                and their GPU tests report "skipped" when there is no GPU (11-13 minutes on 2 cores
 #                from a fresh clone, most of it compiling the CUDA kernels)
 #   build-asan/  a CPU-only build (-DCPLAB_ENABLE_CUDA=OFF) under AddressSanitizer and
 #                UndefinedBehaviorSanitizer: the reference and command-line tests, the bad-input
-#                reproducers and the fuzz test (13-18 minutes)
+#                reproducers and the fuzz test (18-22 minutes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -47,8 +47,8 @@ stage() {
   fi
 }
 
-stage "stage 1/2: build + CUDA parts when nvcc exists (8-11 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
-stage "stage 2/2: CPU only under ASan + UBSan (13-18 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
+stage "stage 1/2: build + CUDA parts when nvcc exists (11-13 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
+stage "stage 2/2: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 echo
