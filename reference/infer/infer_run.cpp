@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "run/experiment.h"
 #include "run/memory_estimate.h"
+#include "run/seeded_sinks.h"
 
 namespace cplab {
 
@@ -87,16 +88,8 @@ InferInputs make_infer_inputs(const InferRunSpec& rs) {
   in.q = fill(s.T(), s.h(), s.d());
   in.k = fill(s.KV(), s.hk(), s.d());
   in.v = fill(s.KV(), s.hk(), s.dv());
-  if (s.sinks()) {
-    if (!s.fields().sink_logits.empty()) {
-      in.sinks = s.fields().sink_logits;
-    } else {  // a stream of their own, as run/experiment.cpp sink_inputs
-      std::seed_seq seq{static_cast<std::uint32_t>(rs.seed), static_cast<std::uint32_t>(rs.seed >> 32), 0x73696e6bu};
-      std::mt19937_64 r2(seq);
-      in.sinks.resize(static_cast<size_t>(s.h()));
-      for (double& e : in.sinks) e = u(r2);
-    }
-  }
+  if (s.sinks())
+    in.sinks = s.fields().sink_logits.empty() ? seeded_sink_logits(rs.seed, s.h()) : s.fields().sink_logits;
   return in;
 }
 

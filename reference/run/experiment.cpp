@@ -21,6 +21,7 @@
 #include "modes/cp_attention.h"
 #include "run/memory_estimate.h"
 #include "run/overflow.h"
+#include "run/seeded_sinks.h"
 
 namespace cplab {
 
@@ -174,10 +175,14 @@ Inputs make_inputs(const RunSpec& s) {
 std::vector<double> sink_inputs(const RunSpec& s) {
   if (!s.cp.sinks()) return {};
   if (!s.cp.fields().sink_logits.empty()) return s.cp.fields().sink_logits;
-  std::seed_seq seq{static_cast<std::uint32_t>(s.seed), static_cast<std::uint32_t>(s.seed >> 32), 0x73696e6bu /*"sink"*/};
+  return seeded_sink_logits(s.seed, s.cp.h());
+}
+
+std::vector<double> seeded_sink_logits(std::uint64_t seed, index_t h) {
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32), 0x73696e6bu /*"sink"*/};
   std::mt19937_64 rng(seq);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> x(static_cast<size_t>(s.cp.h()));
+  std::vector<double> x(static_cast<size_t>(h));
   for (double& e : x) e = u(rng);
   return x;
 }
