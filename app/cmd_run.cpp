@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "run_text.h"
 #include "core/error.h"
 #include "cmd_run_infer.h"
 #include "cp_options.h"
@@ -41,12 +42,6 @@ struct RunOptions {
   std::map<std::string, CLI::Option*> given;  // this command's own file options, to tell "given" from "default"
   long long seed = 0;
 };
-
-std::string fmt(const char* f, double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
 
 // the run's description; r: the padding check of a computed run (null when planned)
 void print_header(const RunSpec& run, const RunReport* r) {
@@ -107,8 +102,7 @@ void print_human(const RunReport& r) {
     if (e) std::cout << "  " << name << " " << fmt("%.2e", *e);
   std::cout << "\n";
   print_ranks(r);
-  std::cout << "\ntime: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
-            << fmt("%.3f", r.reference_seconds) << " s\n";
+  std::cout << "\n" << times_text(r.seconds, r.reference_seconds);
 }
 
 // --plan-only: the trace the run would record (trace_plan.h) and the table summed from it

@@ -13,16 +13,11 @@
 #include "core/util.h"
 #include "infer/infer_plan.h"
 #include "infer/infer_run.h"
+#include "run_text.h"
 
 namespace cplab::app {
 
 namespace {
-
-std::string fmt(const char* f, double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
 
 // a closed form as docs write it, without its markdown code quotes
 std::string plain(std::string x) {
@@ -215,8 +210,7 @@ int run_infer_action(InferRunArgs& a) {
     print_ranks(r);
     std::cout << "memory estimate: " << mib(infer_memory_estimate(rs))
               << " (inputs and results, then the larger of the ranks' shards and partials or the oracle's request)\n"
-              << "time: CP ranks " << fmt("%.3f", r.seconds) << " s (simulated, one after another), dense oracle "
-              << fmt("%.3f", r.reference_seconds) << " s\n";
+              << times_text(r.seconds, r.reference_seconds);
   }
   if (!failed.empty()) {
     std::cerr << "cplab: check failed: the error of " << failed << " is not finite";

@@ -5,10 +5,10 @@
 // What it is not: any command's logic (cmd_*.cpp).
 #include "cli_common.h"
 #include "commands.h"
-#include "core/omp_policy.h"
+#include "core/runtime_env.h"
 
 int main(int argc, char** argv) {
-  cplab::passive_omp_wait(argv);  // idle OpenMP threads sleep (core/omp_policy.h)
+  cplab::prepare_runtime(argv);  // OpenMP and OpenBLAS settings, read at load time (core/runtime_env.h)
   CLI::App app{
       "cplab: context-parallel attention, taught and proven.\n"
       "Every CP mode runs on simulated ranks in one process and is checked against dense attention.\n"

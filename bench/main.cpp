@@ -16,6 +16,7 @@
 #include "attention_bench.h"
 #include "attention_config.h"
 #include "cli_common.h"  // app/: strict numbers, parse-error messages
+#include "core/runtime_env.h"  // reference/
 #include "cp_bench.h"
 #include "device.h"  // cuda/
 #include "core/error.h"
@@ -82,6 +83,7 @@ void add_cp_options(CLI::App& cmd, cplab::bench::CpArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cplab::prepare_runtime(argv);  // OpenMP and OpenBLAS settings for the CPU checks (core/runtime_env.h)
   CLI::App app{
       "cplab-bench: benchmarks of cplab's CUDA kernels; each prints a table and checks its results.\n"
       "Exit status: 0 all PASS, 1 a FAIL or run error, 2 bad input, 77 no CUDA device (skipped).\n"

@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/kernel_route.h"
 #include "core/rel_error.h"
 #include "core/row_kernels.h"
+#include "core/runtime_env.h"
 #include "core/util.h"
 #include "run/experiment.h"
 
@@ -166,6 +168,21 @@ TEST_CASE("cpu kernel: the fast route's row loops against scalar exp, max and dS
   MESSAGE(here);
   check_rows<double>(4);
   check_rows<float>(4);
+}
+
+TEST_CASE("cpu kernel: OpenBLAS runs kernels this CPU has, never its Prescott fallback (core/runtime_env.h)") {
+  // test_main.cpp called prepare_runtime, as every cplab program does
+  const std::string b = gemm_backend();
+  MESSAGE(b);
+  if (b.rfind("OpenBLAS", 0) != 0) return;  // a build without OpenBLAS: Eigen does the products
+  const bool users_choice = std::getenv("OPENBLAS_CORETYPE") != nullptr && blas_core_note().empty();
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !users_choice)
+    CHECK_MESSAGE(b.find("core Prescott") == std::string::npos, "OpenBLAS chose its generic SSE3 kernels on a CPU with AVX2");
+#endif
+  if (!blas_core_note().empty()) CHECK(b.find(blas_core_note()) != std::string::npos);
+  (void)users_choice;
 }
 
 TEST_CASE("cpu kernel: the route rule (small calls portable, large fast, a forced choice wins)") {

@@ -1,3 +1,11 @@
-// test_main.cpp: doctest's main for cplab_tests (the CPU reference tests).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+// test_main.cpp: doctest's main for cplab_tests (the CPU reference tests), after the runtime
+// settings every cplab program makes (reference/core/runtime_env.h).
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include "core/runtime_env.h"
+
+int main(int argc, char** argv) {
+  cplab::prepare_runtime(argv);
+  return doctest::Context(argc, argv).run();
+}

@@ -31,7 +31,7 @@
 
 #include "cli_common.h"  // app/: strict numbers, error messages, exit 2
 #include "core/error.h"
-#include "core/omp_policy.h"
+#include "core/runtime_env.h"
 #include "cpu_bench.h"
 #include "cpu_machine.h"
 #include "infer/infer_table.h"
@@ -260,7 +260,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cplab::passive_omp_wait(argv);  // idle OpenMP threads sleep (core/omp_policy.h)
+  cplab::prepare_runtime(argv);  // OpenMP and OpenBLAS settings, read at load time (core/runtime_env.h)
   CLI::App app{"cplab-cpu-bench: the CPU reference's GFLOP/s per CP mode beside this machine's GEMM peak, "
                "measured in the same run", "cplab-cpu-bench"};
   Args a;

@@ -1,6 +1,8 @@
 // gemm.cpp: gemm<T> and gemm_backend (see gemm.h): OpenBLAS's cblas when built with it, else Eigen.
 #include "core/gemm.h"
 
+#include "core/runtime_env.h"
+
 #ifdef CPLAB_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -60,8 +62,9 @@ void gemm(Route route, Trans ta, Trans tb, index_t m, index_t n, index_t k, T al
 std::string gemm_backend() {
 #ifdef CPLAB_HAVE_OPENBLAS
   const int par = openblas_get_parallel();
-  return std::string("OpenBLAS (") + openblas_get_config() + "), core " + openblas_get_corename() + ", " +
-         (par == 2 ? "openmp" : par == 1 ? "pthreads" : "serial");
+  const std::string note = blas_core_note();
+  return std::string("OpenBLAS (") + openblas_get_config() + "), core " + openblas_get_corename() +
+         (note.empty() ? "" : " " + note) + ", " + (par == 2 ? "openmp" : par == 1 ? "pthreads" : "serial");
 #else
   return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
          std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + ")";

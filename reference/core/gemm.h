@@ -6,7 +6,8 @@
 // is passed as its pointer and row stride h*d, no copy. beta = 0 overwrites C (NaN in C is ignored).
 // Where it goes (route: kernel_route.h):
 //   - Route::fast: OpenBLAS (cblas_dgemm / cblas_sgemm) when the build found it (CPLAB_HAVE_OPENBLAS): Debian's
-//     OpenBLAS picks its kernels for the CPU at run time, so the binary stays machine-independent.
+//     OpenBLAS picks its kernels for the CPU at run time, so the binary stays machine-independent
+//     (where it does not know the CPU, prepare_runtime in core/runtime_env.h asks for the right ones).
 //     The OpenMP build of OpenBLAS (libopenblas-openmp-dev, scripts/install-deps.sh) runs one thread
 //     when called inside an OpenMP parallel region (the kernel's loop over heads): one level of
 //     threads, never OpenBLAS threads inside OpenMP threads. Called outside a region it uses the
@@ -14,7 +15,7 @@
 //   - Route::portable, or a build without OpenBLAS: Eigen's product on Maps of the same memory (the
 //     build's instruction set; the same bits on every machine).
 // gemm_backend() names the route, the library's version and the kernels it chose ("OpenBLAS 0.3.21
-// ... core Zen"), for benchmarks and `cplab run` to print.
+// ... core Zen", with a note when cplab chose them), for benchmarks and `cplab run` to print.
 // What it is not: a batched or mixed-precision GEMM; no shape checks beyond what BLAS itself needs
 // (the callers pass shapes they computed).
 #pragma once

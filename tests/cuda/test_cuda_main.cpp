@@ -10,6 +10,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "core/runtime_env.h"
 #include "device.h"
 
 #include <cstdio>
@@ -34,6 +35,7 @@ bool query_only(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cplab::prepare_runtime(argv);  // OpenMP and OpenBLAS settings for the CPU oracle (reference/core/runtime_env.h)
   if (query_only(argc, argv)) return doctest::Context(argc, argv).run();
   if (const auto rc = cplab::cuda::no_device_exit("")) return *rc;  // 77 (skipped), or 1 on a broken GPU machine
   std::printf("cuda device 0: %s\n", cplab::cuda::device_summary().c_str());

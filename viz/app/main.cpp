@@ -15,7 +15,7 @@
 #include "app.h"
 #include "cli_common.h"
 #include "core/error.h"
-#include "core/omp_policy.h"
+#include "core/runtime_env.h"
 #include "core/output_file.h"
 #include "gl_output.h"
 #include "scene_json.h"
@@ -25,7 +25,7 @@ using namespace cplab;
 using namespace cplab::viz;
 
 int main(int argc, char** argv) {
-  cplab::passive_omp_wait(argv);  // idle OpenMP threads sleep (reference/core/omp_policy.h)
+  cplab::prepare_runtime(argv);  // OpenMP and OpenBLAS settings, read at load time (reference/core/runtime_env.h)
   CLI::App cli{"cplab-viz: context parallelism, drawn from the reference's own layouts, traces and schedules", "cplab-viz"};
   return app::cli_main("cplab-viz", cli, argc, argv, [&] {
     VizLaunch L = parse_viz_args(cli, argc, argv);
