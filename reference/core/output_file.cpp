@@ -2,24 +2,22 @@
 //
 // What it is: POSIX file handling (mkostemp, write, fsync, close, rename) behind OutputSet, with an
 // std::streambuf over a file descriptor so that writers keep writing to an std::ostream and every
-// OS error (ENOSPC, EIO, EDQUOT, ...) is kept with its errno and reported after the flush.
+// OS error (ENOSPC, EIO, EDQUOT, ...) is kept with its errno and reported after the flush. The
+// temporary files' registry (removed on SIGINT / SIGTERM / SIGHUP, or by the next run after SIGKILL)
+// is core/temp_files.h.
 // What it is not: portable to non-POSIX systems (cplab builds on Linux).
 #include "core/output_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -27,6 +25,7 @@
 #include <streambuf>
 
 #include "core/error.h"
+#include "core/temp_files.h"
 
 namespace cplab {
 
@@ -139,112 +138,6 @@ void write_direct(const std::string& target, const std::string& label, const std
   }
 }
 
-// ---- temporary files removed when a signal ends the process ---------------------------------------
-// A fixed table of the temporary files alive now, read by the handler of SIGINT, SIGTERM and SIGHUP
-// with nothing but atomics and unlink() (async-signal-safe): it removes them, then the signal ends
-// the process as it would have (the previous disposition restored and the signal raised again).
-// SIGKILL cannot be caught: what it leaves, the next write into the folder removes (remove_stale).
-constexpr int kTempSlots = 64;
-constexpr std::size_t kTempPath = 4096;
-struct TempSlot {
-  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 a live temporary file
-  char path[kTempPath];
-};
-TempSlot g_temp[kTempSlots];
-constexpr int kCaught[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction g_previous[3];
-
-extern "C" void remove_temps_on_signal(int sig) {
-  const int saved = errno;
-  for (TempSlot& t : g_temp)
-    if (t.state.load(std::memory_order_acquire) == 2) ::unlink(t.path);
-  for (int i = 0; i < 3; ++i)
-    if (kCaught[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
-  errno = saved;
-  ::raise(sig);  // delivered when the handler returns: the process ends as the signal says
-}
-
-// installs the handler for each signal whose disposition is the default (a program's own handler,
-// or an ignored signal, is left alone); checked at every temporary file, so a disposition reset to
-// the default later (a forked child) gets the handler too
-void install_temp_handlers() {
-  static std::mutex m;
-  const std::lock_guard<std::mutex> lock(m);
-  for (int i = 0; i < 3; ++i) {
-    struct sigaction now {};
-    if (::sigaction(kCaught[i], nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL)
-      continue;
-    g_previous[i] = now;
-    struct sigaction sa {};
-    sa.sa_handler = remove_temps_on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int s : kCaught) sigaddset(&sa.sa_mask, s);
-    ::sigaction(kCaught[i], &sa, nullptr);
-  }
-}
-
-// the slot that now holds path (-1: the table is full or the path too long; the file is then only
-// removed by the next run, as after SIGKILL)
-int register_temp(const std::string& path) {
-  if (path.size() >= kTempPath) return -1;
-  for (int i = 0; i < kTempSlots; ++i) {
-    int expected = 0;
-    if (!g_temp[i].state.compare_exchange_strong(expected, 1)) continue;
-    std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
-    g_temp[i].state.store(2, std::memory_order_release);
-    return i;
-  }
-  return -1;
-}
-
-void unregister_temp(int slot) {
-  if (slot >= 0) g_temp[slot].state.store(0, std::memory_order_release);
-}
-
-// ---- temporary files of processes that are gone -----------------------------------------------------
-// ".<name>.cplab-tmp-<pid>-XXXXXX": the pid of the process writing it is in the name
-constexpr std::string_view kTempMark = ".cplab-tmp-";
-
-// the pid in a temporary file's name (0: not one of ours)
-long temp_owner(std::string_view name) {
-  if (name.empty() || name[0] != '.') return 0;
-  const size_t at = name.rfind(kTempMark);
-  if (at == std::string_view::npos) return 0;
-  std::string_view rest = name.substr(at + kTempMark.size());
-  const size_t dash = rest.find('-');
-  if (dash == 0 || dash == std::string_view::npos || dash > 9 || rest.size() != dash + 7) return 0;
-  long pid = 0;
-  for (size_t i = 0; i < dash; ++i) {
-    if (rest[i] < '0' || rest[i] > '9') return 0;
-    pid = pid * 10 + (rest[i] - '0');
-  }
-  return pid;
-}
-
-std::string program_name() {
-  const char* n = program_invocation_short_name;
-  return n && *n ? n : "cplab";
-}
-
-// removes from dir the temporary files whose writing process no longer exists (a run killed by
-// SIGKILL, or by a power cut), saying so on stderr; best effort: what cannot be read stays
-void remove_stale(const fs::path& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
-  const long self = static_cast<long>(::getpid());
-  while (const dirent* e = ::readdir(d)) {
-    const std::string_view name(e->d_name);
-    const long pid = temp_owner(name);
-    if (pid <= 0 || pid == self) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
-    const fs::path p = dir / std::string(name);
-    if (::unlink(p.c_str()) == 0)
-      std::fprintf(stderr, "%s: removed the stale temporary file %s (left by process %ld, which is gone)\n",
-                   program_name().c_str(), p.c_str(), pid);
-  }
-  ::closedir(d);
-}
-
 // ---- the lock of a folder during a commit ----------------------------------------------------------
 // flock() on the folder itself (no lock file left behind): the commits of two processes into one
 // folder happen one after the other, so the folder ends up holding one whole set, never a mix.
@@ -353,20 +246,20 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 TempFile::TempFile(std::string path) : path_(std::move(path)) {
-  install_temp_handlers();
-  slot_ = register_temp(path_);
+  temp_files::install_temp_handlers();
+  slot_ = temp_files::register_temp(path_);
 }
 
 TempFile::~TempFile() {
   ::unlink(path_.c_str());
-  unregister_temp(slot_);
+  temp_files::unregister_temp(slot_);
 }
 
 OutputSet::~OutputSet() {
   for (const Staged& s : staged_)
     if (!s.temp.empty()) {
       ::unlink(s.temp.c_str());
-      unregister_temp(s.slot);
+      temp_files::unregister_temp(s.slot);
     }
 }
 
@@ -390,20 +283,13 @@ void OutputSet::stage(const std::string& path, std::string_view what, const Fill
     return;
   }
   const fs::path dir = folder_of(t);
-  if (cleaned_.insert(dir.string()).second) remove_stale(dir);
-  std::string tmpl = (dir / ("." + t.filename().string().substr(0, 200) + std::string(kTempMark) +
+  if (cleaned_.insert(dir.string()).second) temp_files::remove_stale(dir);
+  std::string tmpl = (dir / ("." + t.filename().string().substr(0, 200) + std::string(temp_files::kTempMark) +
                              std::to_string(::getpid()) + "-XXXXXX"))
                          .string();
-  // blocked while the file is created and registered: a signal in between would leave it behind
-  sigset_t block, old;
-  sigemptyset(&block);
-  for (int sig : kCaught) sigaddset(&block, sig);
-  install_temp_handlers();
-  ::pthread_sigmask(SIG_BLOCK, &block, &old);
-  const int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  const int mk_errno = errno;
-  if (fd >= 0) s.slot = register_temp(tmpl);
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const temp_files::Created made = temp_files::create_registered(tmpl);
+  const int fd = made.fd, mk_errno = made.err;
+  s.slot = made.slot;
   if (fd < 0)
     throw Error(s.label + ": cannot create a temporary file in " + dir.string() + " (" + os_reason(mk_errno) + ")");
   s.temp = tmpl;
@@ -421,13 +307,13 @@ void OutputSet::stage(const std::string& path, std::string_view what, const Fill
   } catch (...) {
     ::close(fd);
     ::unlink(s.temp.c_str());
-    unregister_temp(s.slot);
+    temp_files::unregister_temp(s.slot);
     throw;
   }
   if (::close(fd) != 0) {
     const int e = errno;
     ::unlink(s.temp.c_str());
-    unregister_temp(s.slot);
+    temp_files::unregister_temp(s.slot);
     throw Error(s.label + ": cannot write (" + os_reason(e) + ")");
   }
   staged_.push_back(std::move(s));
@@ -448,7 +334,7 @@ void OutputSet::commit() {
       throw Error(s.label + ": cannot rename the temporary file " + s.temp + " onto it (" + os_reason(e) + ")");
     }
     s.temp.clear();
-    unregister_temp(s.slot);
+    temp_files::unregister_temp(s.slot);
     s.slot = -1;
   }
   committed_ = true;
