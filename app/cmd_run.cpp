@@ -26,6 +26,7 @@
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "run_files.h"
+#include "run/precision.h"
 #include "layout/thd.h"
 #include "plan/trace_plan.h"
 
@@ -38,6 +39,7 @@ struct RunOptions {
   InferOptions infer;  // --kv-cache, --cache-layout: an inference step (infer_options.h, cmd_run_infer.cpp)
   RunSpec spec;   // the harness (dtype, backward, allow_long); spec.cp is built from `cp`
   RunFiles files;  // --q --k --v --do --out-dir --trace --chrome-trace (run_files.h)
+  std::string precision;  // --precision (run/precision.h): "" none
   bool json = false, plan_only = false;
   std::map<std::string, CLI::Option*> given;  // this command's own file options, to tell "given" from "default"
   long long seed = 0;
@@ -51,6 +53,10 @@ void print_header(const RunSpec& run, const RunReport* r) {
             << (s.chunk() > 0 ? ", chunk " + std::to_string(s.chunk()) : "") << (s.sinks() ? ", sinks" : "") << ", cp " << s.P() << ", seq " << s.S() << ", heads "
             << s.h() << " (kv " << s.hk() << "), head-dim " << s.d() << " (v " << s.dv() << "), "
             << run.dtype << ", merge " << to_string(s.merge()) << (run.backward ? ", forward + backward" : ", forward") << "\n";
+  if (!run.precision.empty())
+    std::cout << "precision (emulated): " << run.precision
+              << " (inputs= rounds the inputs the run and the oracle read; partials= each ring step's outputs,\n"
+                 "merge= the running sums across steps, as a GPU pipeline stores them; LSE in the run's dtype)\n";
   if (s.mode() == Mode::a2a_p2p)
     std::cout << "hierarchical: all-to-all groups of " << s.icp() << " adjacent ranks, " << s.icp() << " rings of " << s.ocp()
               << " ranks strided by " << s.icp() << "\n";
@@ -142,11 +148,21 @@ int run_action(RunOptions& o) {
   for (const char* name : {"out-dir", "trace", "chrome-trace"})
     require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
             std::string("--") + name + " needs a value, got an empty string");
+  const Precision prec = o.given.at("precision")->count() > 0 ? parse_precision(o.precision) : Precision{};
   if (infer_wanted(o.cp, o.infer)) {  // --kv-cache: an inference step (cmd_run_infer.cpp)
+    require(prec.empty(), "--precision is not modelled for inference steps (--kv-cache); it emulates a training ring's storage");
     InferRunArgs a{o.cp, o.infer, o.files, s.dtype, s.seed, s.backward, s.allow_long, o.json, o.plan_only};
     return run_infer_action(a);
   }
   CpFields f = cp_fields(o.cp);  // mode, layout, merge, --hcp, --cu-seqlens and --seq (cp_options.h)
+  apply_storage(prec, f);        // --precision partials=, merge=: the ring's storage between steps
+  s.precision = to_string(prec);
+  if (prec.accumulate) {
+    require(o.given.at("dtype")->count() == 0 || s.dtype == *prec.accumulate,
+            "--precision accumulate=" + std::string(*prec.accumulate == "float" ? "fp32" : "fp64") + " and --dtype " + s.dtype +
+                " disagree (give one of them)");
+    s.dtype = *prec.accumulate;
+  }
   if (o.plan_only) {
     s.cp = CpSpec(f);
     return plan_action(o);
@@ -196,6 +212,7 @@ int run_action(RunOptions& o) {
       in.dout = make_inputs(only_do).dout;
     }
   }
+  if (prec.inputs) round_inputs(in, *prec.inputs);  // as the GPU sees them; the oracle reads the same
   const RunReport r = run_experiment(s, in);
   // a run whose check failed writes nothing: an existing output stays as it was
   std::string failed;
@@ -232,7 +249,12 @@ void setup_run(CLI::App& app, int& status) {
   add_cp_options(sub, o->cp);  // --mode ... --scale, shared with cplab check (cp_options.h)
   add_infer_options(sub, o->infer);  // --kv-cache, --cache-layout (infer_options.h)
   sub->add_flag("--backward", s.backward, "also run the backward pass and check dQ, dK, dV");
-  sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
+  o->given["dtype"] = sub->add_option("--dtype", s.dtype, "float | double (the oracle is always double)")->capture_default_str();
+  o->given["precision"] = sub->add_option(
+      "--precision", o->precision,
+      "emulate a GPU pipeline's storage, e.g. inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16:\n"
+      "inputs rounded to inputs=, arithmetic accumulate= (= --dtype), each ring step's outputs\n"
+      "rounded to partials=, the running sums across steps to merge= (p2p, a2a+p2p)");
   sub->add_option("--seed", o->seed, "seed of the random Q, K, V, dO in [-1, 1] (>= 0)")->capture_default_str();
   sub->add_option("--q", o->files.q, "read Q from a .npy (seq, heads, head_dim) float16/bfloat16/float32/float64 file\n"
                                      "(with --kv-cache: the T new tokens, (T, heads, head_dim))");

@@ -627,6 +627,19 @@ case("infer_check_pass_q_without_kv_cache", ["check", "--mode", "pass-q", "--inp
      needle="--mode pass-q is an inference mode: give --kv-cache P")
 case("infer_check_runs", chk37, rc=1)  # random O: not equivalent, but a check was made
 
+# --precision (run/precision.h): its stages and the modes whose ring it rounds
+pr = ["run", "--cp", "2", "--seq", "64", "--precision"]
+case("precision_empty", [*pr, ""], needle="--precision needs stages")
+case("precision_stage", [*pr, "outputs=bf16"], needle="unknown stage 'outputs'")
+case("precision_dtype", [*pr, "merge=fp8"], needle="merge=fp8: the dtype must be one of fp32, fp16, bf16")
+case("precision_twice", [*pr, "merge=bf16,merge=fp32"], needle="merge is given twice")
+case("precision_mode", [*pr, "partials=bf16", "--mode", "allgather"], needle="modes p2p and a2a+p2p, not allgather")
+case("precision_fold", [*pr, "merge=bf16", "--merge", "fold"], needle="--merge fold sums the partials once")
+case("precision_dtype_disagree", [*pr, "accumulate=fp32", "--dtype", "double"], needle="disagree")
+case("precision_kv_cache", ["run", "--cp", "2", "--kv-cache", "8", "--seq", "4", "--precision", "inputs=bf16"],
+     needle="--precision is not modelled for inference steps")
+case("precision_ok", [*pr, "inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16", "--causal", "--backward"], rc=0)
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

@@ -99,4 +99,14 @@ std::vector<double> from_dtype(const std::vector<std::byte>& bytes, DType t) {
 
 double round_to(double x, DType t) { return from_dtype(to_dtype({x}, t), t)[0]; }
 
+template <class T>
+void round_in_place(T* x, std::size_t n, DType t) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto f = static_cast<float>(x[i]);
+    x[i] = static_cast<T>(t == DType::f32 ? f : t == DType::f16 ? f16_to_f32(f32_to_f16(f)) : bf16_to_f32(f32_to_bf16(f)));
+  }
+}
+template void round_in_place<float>(float*, std::size_t, DType);
+template void round_in_place<double>(double*, std::size_t, DType);
+
 }  // namespace cplab

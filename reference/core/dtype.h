@@ -28,5 +28,9 @@ std::vector<std::byte> to_dtype(const std::vector<double>& x, DType t);
 std::vector<double> from_dtype(const std::vector<std::byte>& bytes, DType t);
 // x rounded to t and back: what the kernels actually see of x
 double round_to(double x, DType t);
+// the n elements at x rounded to t and back, in place (each through float, as round_to): what a
+// buffer holds after a kernel stores it in t (T: float or double)
+template <class T>
+void round_in_place(T* x, std::size_t n, DType t);
 
 }  // namespace cplab

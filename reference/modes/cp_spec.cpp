@@ -82,6 +82,12 @@ CpFields validated(CpFields s) {
                                                            mode_names_with(&ModeInfo::merges, ", ") + "), not " +
                                                            m.name);
   const bool hcp = s.mode == Mode::a2a_p2p;
+  require((!s.partials_dtype && !s.merge_dtype) || s.mode == Mode::p2p || hcp,
+          std::string("--precision partials= and merge= round the ring's per-step results: modes p2p and a2a+p2p, not ") + m.name +
+              " (it merges no ring steps)");
+  require(!s.merge_dtype || s.merge == MergeKind::streaming,
+          "--precision merge= rounds the streaming merge's running sum after every step; --merge fold sums the "
+          "partials once, at the end (round them with partials=)");
   require(hcp || (s.icp == 0 && s.ocp == 0), "--hcp is only for --mode a2a+p2p");
   require(m.all_to_all || !s.replicate_kv,
           "--replicate-kv is only for --mode " + mode_names_with(&ModeInfo::all_to_all, " and "));

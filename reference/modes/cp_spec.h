@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/merge.h"
 #include "layout/layout.h"
 #include "layout/thd.h"
@@ -59,6 +60,13 @@ struct CpFields {
   std::vector<double> sink_logits;
   double scale = 0;  // 0: 1/sqrt(head_dim)
   MergeKind merge = MergeKind::streaming;
+  // the ring's results between steps as a GPU implementation stores them (p2p and a2a+p2p only;
+  // emulated, round to nearest even): each step's partial O, dQ, dK, dV rounded to partials_dtype
+  // (kernels write their outputs in the input dtype), the running sums across steps (the streaming
+  // merge's O, the dQ and the travelling dK, dV accumulators) to merge_dtype (fp32, or bf16 where an
+  // implementation accumulates in the input dtype: ring-flash-attention #42). LSE stays in the run's
+  // arithmetic. Unset: no rounding (the run's arithmetic dtype throughout).
+  std::optional<DType> partials_dtype, merge_dtype;
   std::vector<index_t> cu_seqlens;  // packed sequences (THD); empty: one sequence of seq tokens
   bool pad = false;                 // pad every packed sequence to the layout's factor
   bool replicate_kv = false;        // a2a, a2a+p2p: repeat KV heads when fewer than the a2a group
@@ -103,6 +111,8 @@ class CpSpec {
   std::string mask_name() const;
   double scale() const;  // the softmax scale used: the given one, or 1/sqrt(d)
   MergeKind merge() const { return f_.merge; }
+  std::optional<DType> partials_dtype() const { return f_.partials_dtype; }
+  std::optional<DType> merge_dtype() const { return f_.merge_dtype; }
   bool pad() const { return f_.pad; }
   bool replicate_kv() const { return f_.replicate_kv; }
 

@@ -25,6 +25,8 @@ CpSpec hcp_ring_spec(const CpSpec& s) {
   f.chunk = s.fields().chunk;
   f.scale = s.scale();
   f.merge = s.merge();
+  f.partials_dtype = s.partials_dtype();
+  f.merge_dtype = s.merge_dtype();
   return CpSpec(f);
 }
 

@@ -52,6 +52,12 @@ void check_inputs(const CpSpec& cfg, const PerRank<T>& q, const PerRank<T>& k, c
   }
 }
 
+// n elements of a buffer as the ring stores them between steps (cp_spec.h partials_dtype, merge_dtype)
+template <class T>
+void store_as(std::optional<DType> t, T* x, index_t n) {
+  if (t) round_in_place(x, static_cast<size_t>(n), *t);
+}
+
 }  // namespace
 
 template <class T>
@@ -88,9 +94,11 @@ RingForward<T> ring_forward(const CpSpec& cfg, const PerRank<T>& q, const PerRan
         attention_forward<T>(q[r].view().rows(t.q0, t.nq), res.k_saved[r].view().rows(t.k0, t.nk),
                              res.v_saved[r].view().rows(t.k0, t.nk), t.mask, static_cast<T>(cfg.scale()), o_i.view(),
                              rows_view(lse_i));
-        if (cfg.merge() == MergeKind::streaming)
+        store_as(cfg.partials_dtype(), o_i.data.data(), t.nq * h * dv);
+        if (cfg.merge() == MergeKind::streaming) {
           merge_streaming<T>(res.o[r].view(), rows_view(res.lse[r]), t.q0, o_i.view(), rows_view(std::as_const(lse_i)));
-        else
+          store_as(cfg.merge_dtype(), res.o[r].token(t.q0), t.nq * h * dv);
+        } else
           folds[r].add(t.q0, std::move(o_i), std::move(lse_i));
       }
       if (comm.trace()) comm.trace()->add(tile_event(Phase::fwd, i, g, r, j, t, cfg.partition(), h, d, dv, us_since(t0)));
@@ -115,6 +123,7 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
   check_inputs(cfg, q, k, v);
   const int P = static_cast<int>(cfg.partition().cp()), steps = static_cast<int>(cfg.ring_hops()) + 1;
   const index_t n = cfg.partition().local_len(), h = q[0].h, hk = k[0].h, d = q[0].d, dv = v[0].d;
+  const bool store = cfg.partials_dtype() || cfg.merge_dtype();  // dQ's step results kept apart to round them
   PerRank<T> kcur = fwd.k_saved, vcur = fwd.v_saved;  // block (r - H) mod P: (r+1) mod P for the whole ring
   RingGrads<T> grads;
   PerRank<T> dk_acc, dv_acc;  // dKV accumulated so far for the block held in the previous step
@@ -145,12 +154,22 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
       dk_step.emplace_back(n, hk, d);
       dv_step.emplace_back(n, hk, dv);
       const auto t0 = TileClock::now();
-      if (!t.skipped)
+      if (!t.skipped) {
+        Tensor3<T> dq_i(store ? t.nq : 0, h, d);  // this step's dQ apart, when the ring stores it rounded
         attention_backward<T>(q[r].view().rows(t.q0, t.nq), kcur[r].view().rows(t.k0, t.nk),
                               vcur[r].view().rows(t.k0, t.nk), dout[r].view().rows(t.q0, t.nq),
                               rows_view(fwd.lse[r], t.q0, t.nq), rows_view(std::as_const(delta[r]), t.q0, t.nq),
-                              t.mask, static_cast<T>(cfg.scale()), grads.dq[r].view().rows(t.q0, t.nq),
+                              t.mask, static_cast<T>(cfg.scale()), store ? dq_i.view() : grads.dq[r].view().rows(t.q0, t.nq),
                               dk_step[r].view().rows(t.k0, t.nk), dv_step[r].view().rows(t.k0, t.nk));
+        if (store) {
+          store_as(cfg.partials_dtype(), dq_i.data.data(), t.nq * h * d);
+          store_as(cfg.partials_dtype(), dk_step[r].token(t.k0), t.nk * hk * d);
+          store_as(cfg.partials_dtype(), dv_step[r].token(t.k0), t.nk * hk * dv);
+          T* acc = grads.dq[r].token(t.q0);
+          for (size_t x = 0; x < dq_i.data.size(); ++x) acc[x] += dq_i.data[x];
+          store_as(cfg.merge_dtype(), acc, t.nq * h * d);
+        }
+      }
       if (comm.trace()) comm.trace()->add(tile_event(Phase::bwd, i, g, r, j, t, cfg.partition(), h, d, dv, us_since(t0)));
     }
     for (int r = 0; r < P; ++r) {
@@ -163,6 +182,8 @@ RingGrads<T> ring_backward(const CpSpec& cfg, const PerRank<T>& q, const PerRank
       }
       for (size_t x = 0; x < dk_in.data.size(); ++x) dk_acc[r].data[x] = dk_in.data[x] + dk_step[r].data[x];
       for (size_t x = 0; x < dv_in.data.size(); ++x) dv_acc[r].data[x] = dv_in.data[x] + dv_step[r].data[x];
+      store_as(cfg.merge_dtype(), dk_acc[r].data.data(), n * hk * d);
+      store_as(cfg.merge_dtype(), dv_acc[r].data.data(), n * hk * dv);
     }
   }
   grads.dk = std::move(dk_acc);  // after the last step rank r holds its own block (j = r), complete

@@ -207,6 +207,7 @@ std::map<std::string, std::string> trace_meta(const RunSpec& s) {
   if (cp.window() > 0) m["window"] = num(cp.window());
   if (cp.chunk() > 0) m["chunk"] = num(cp.chunk());
   if (cp.sinks()) m["sinks"] = "true";
+  if (!s.precision.empty()) m["precision"] = s.precision;
   return m;
 }
 
@@ -315,6 +316,7 @@ nlohmann::json report_json(const RunReport& r) {
       {"sinks", cp.sinks()}, {"ring_hops", cp.ring_hops() >= 0 ? json(cp.ring_hops()) : json(nullptr)},
       {"seq", cp.S()}, {"heads", cp.h()}, {"kv_heads", cp.hk()}, {"head_dim", cp.d()},
       {"v_head_dim", cp.dv()}, {"dtype", s.dtype}, {"merge", to_string(cp.merge())}, {"backward", s.backward},
+      {"precision", s.precision.empty() ? json(nullptr) : json(s.precision)},
       {"seed", s.seed}, {"scale", cp.scale()},
       {"errors", {{"o", opt(r.err_o)}, {"lse", opt(r.err_lse)}, {"dq", opt(r.err_dq)}, {"dk", opt(r.err_dk)}, {"dv", opt(r.err_dv)},
                   {"dsinks", opt(r.err_dsinks)}}},

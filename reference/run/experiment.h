@@ -32,6 +32,9 @@ struct RunSpec {
   std::string dtype = "double";  // "float" | "double": the arithmetic of the CP run
   std::uint64_t seed = 0;        // of the random inputs (make_inputs)
   bool allow_long = false;       // lift the CPU-work limit (kMaxCpuFlops)
+  // --precision as given (run/precision.h), for the reports: the caller rounds the inputs, cp
+  // carries the ring's storage; "" none
+  std::string precision = "";
 };
 
 // Limits of the CPU reference, so that a typo cannot turn into an hour-long (or memory-exhausting)
