@@ -50,6 +50,23 @@ inline Prediction faulted(Tensor3<double> x) {
   return p;
 }
 
+// the prediction "the tokens `tokens` are x" (x: (tokens, heads, dim)): a recomputation at samples
+inline Prediction at(const std::vector<index_t>& tokens, Tensor3<double> x) {
+  Prediction p = faulted(std::move(x));
+  p.tokens = tokens;
+  return p;
+}
+// the prediction "not checked" (the fault changes it in a way not modelled)
+inline Prediction unchecked() {
+  Prediction p;
+  p.kind = PredKind::unchecked;
+  return p;
+}
+// "16 sampled rows": how many tokens a recomputation used, for a hypothesis's method
+inline std::string count(const std::vector<index_t>& v, const char* what) {
+  return std::to_string(v.size()) + " sampled " + what;
+}
+
 struct Hypothesis {
   std::string id, name;  // "kv_head_mod", "KV head map i % kv_heads instead of i / (heads / kv_heads)"
   int priority = 0;
