@@ -16,6 +16,10 @@
 //   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
 //                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale; 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)
+//   faults_merge.cpp      82-83 the online-softmax merge's running output not rescaled (running max of
+//                         the scores, or of the steps' LSEs); 84-85 partial O's summed / averaged (p2p)
+//   faults_backward.cpp   86 ring backward with each step's partial LSE; 87 with each step's partial D;
+//                         88-89 a stale KV buffer in the ring backward (step 0's, or the previous step's)
 //   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
 //                         on every rank: k = cp; once per merged partial: k = the row's partials)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
@@ -136,5 +140,7 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
 void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
+void merge_hypotheses(CheckContext& c);      // faults_merge.cpp
+void backward_hypotheses(CheckContext& c);   // faults_backward.cpp
 
 }  // namespace cplab
