@@ -22,22 +22,6 @@ namespace cplab {
 
 namespace {
 
-Prediction at(const std::vector<index_t>& tokens, Tensor3<double> x) {
-  Prediction p;
-  p.kind = PredKind::faulted;
-  p.tokens = tokens;
-  p.x = std::move(x);
-  return p;
-}
-
-Prediction unchecked() {
-  Prediction p;
-  p.kind = PredKind::unchecked;
-  return p;
-}
-
-std::string count(const std::vector<index_t>& v, const char* what) { return num(static_cast<index_t>(v.size())) + " sampled " + what; }
-
 // ---- a faulted attention rule ---------------------------------------------------------------------
 
 }  // namespace
@@ -160,19 +144,13 @@ void ring_steps(CheckContext& c) {
   const CpSpec& s = c.spec;
   const index_t P = s.P();
   if (s.mode() != Mode::p2p || P < 2 || !c.worth({CheckTensor::o, CheckTensor::lse}, "ring steps")) return;
-  const Partition& part = s.partition();
-  std::vector<RowsOut> parts;  // KV block j's partial result at the sampled rows
-  for (index_t j = 0; j < P; ++j) {
-    std::vector<index_t> keys = part.indices(j);
-    std::sort(keys.begin(), keys.end());
-    parts.push_back(forward_at(s, c.data.in, true_rule(s), c.rows, &keys));
-  }
+  const std::vector<RowsOut> parts = block_partials(s, c.data.in, c.rows);  // KV block j's partial result at the sampled rows
   const index_t n = static_cast<index_t>(c.rows.size()), h = s.h(), dv = s.dv();
   for (index_t step = 0; step < P; ++step)
     for (int weight : {0, 2}) {  // step's partial missing (counted 0 times) or doubled (2 times)
       Tensor3<double> o(n, h, dv), lse(n, h, 1);
       for (index_t a = 0; a < n; ++a) {
-        const index_t r = c.chunks.rank_of[sz(c.rows[sz(a)])], js = ((r - step) % P + P) % P;  // ring_fwd_kv_block
+        const index_t js = ring_kv_block(c.chunks.rank_of[sz(c.rows[sz(a)])], step, P);
         for (index_t i = 0; i < h; ++i) {
           double m = -std::numeric_limits<double>::infinity();
           for (index_t j = 0; j < P; ++j)

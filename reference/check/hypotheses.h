@@ -16,6 +16,10 @@
 //   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
 //                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale; 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)
+//   faults_merge.cpp      82-83 the online-softmax merge's running output not rescaled (running max of
+//                         the scores, or of the steps' LSEs); 84-85 partial O's summed / averaged (p2p)
+//   faults_backward.cpp   86 ring backward with each step's partial LSE; 87 with each step's partial D;
+//                         88-89 a stale KV buffer in the ring backward (step 0's, or the previous step's)
 //   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
 //                         on every rank: k = cp; once per merged partial: k = the row's partials)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
@@ -48,6 +52,23 @@ inline Prediction faulted(Tensor3<double> x) {
   p.kind = PredKind::faulted;
   p.x = std::move(x);
   return p;
+}
+
+// the prediction "the tokens `tokens` are x" (x: (tokens, heads, dim)): a recomputation at samples
+inline Prediction at(const std::vector<index_t>& tokens, Tensor3<double> x) {
+  Prediction p = faulted(std::move(x));
+  p.tokens = tokens;
+  return p;
+}
+// the prediction "not checked" (the fault changes it in a way not modelled)
+inline Prediction unchecked() {
+  Prediction p;
+  p.kind = PredKind::unchecked;
+  return p;
+}
+// "16 sampled rows": how many tokens a recomputation used, for a hypothesis's method
+inline std::string count(const std::vector<index_t>& v, const char* what) {
+  return std::to_string(v.size()) + " sampled " + what;
 }
 
 struct Hypothesis {
@@ -119,5 +140,7 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
 void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
+void merge_hypotheses(CheckContext& c);      // faults_merge.cpp
+void backward_hypotheses(CheckContext& c);   // faults_backward.cpp
 
 }  // namespace cplab

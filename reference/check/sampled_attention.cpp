@@ -110,23 +110,34 @@ void apply_row_sinks(RowsOut& x, const std::vector<double>& sinks) {
   x.lse = lse_tensor(lse);
 }
 
-Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows) {
+Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
+                             const std::vector<index_t>* keys) {
   const index_t h = spec.h(), group = spec.h() / spec.hk();
+  const std::vector<index_t> all = keys ? std::vector<index_t>() : all_tokens(spec.S());
+  const std::vector<index_t>& k = keys ? *keys : all;
+  const Tensor3<double> kk = keys ? gather(in.k, k) : Tensor3<double>();
+  const Tensor3<double>& K = keys ? kk : in.k;
   const Tensor3<double> q = gather(in.q, rows);
+  // the visible keys of row a, as indices into k
+  auto range = [&](index_t a) {
+    const KeyRange r = visible_keys(spec, rule, rows[sz(a)]);
+    const index_t lo = std::lower_bound(k.begin(), k.end(), r.lo) - k.begin(), hi = std::lower_bound(k.begin(), k.end(), r.hi) - k.begin();
+    return KeyRange{lo, std::max(lo, hi)};
+  };
   Tensor3<double> m(q.n, h, 1);
   for (index_t a0 = 0; a0 < q.n; a0 += kSlice) {
     const index_t n = std::min(kSlice, q.n - a0);
-    KeyRange kb{spec.S(), 0};  // the keys any row of the slice sees
+    KeyRange kb{K.n, 0};  // the keys any row of the slice sees
     for (index_t a = a0; a < a0 + n; ++a) {
-      const KeyRange r = visible_keys(spec, rule, rows[sz(a)]);
+      const KeyRange r = range(a);
       if (r.lo < r.hi) kb.lo = std::min(kb.lo, r.lo), kb.hi = std::max(kb.hi, r.hi);
     }
     for (index_t i = 0; i < h; ++i) {
       const index_t kv = rule.head_mod ? i % spec.hk() : i / group;
       Mat<double> sc;
-      if (kb.lo < kb.hi) sc = rule.scale * (head(q.view().rows(a0, n), i) * head(in.k.view().rows(kb.lo, kb.hi - kb.lo), kv).transpose());
+      if (kb.lo < kb.hi) sc = rule.scale * (head(q.view().rows(a0, n), i) * head(K.view().rows(kb.lo, kb.hi - kb.lo), kv).transpose());
       for (index_t a = 0; a < n; ++a) {
-        const KeyRange r = visible_keys(spec, rule, rows[sz(a0 + a)]);
+        const KeyRange r = range(a0 + a);
         m.at(a0 + a, i, 0) = r.lo < r.hi ? sc.row(a).segment(r.lo - kb.lo, r.hi - r.lo).maxCoeff() : -std::numeric_limits<double>::infinity();
       }
     }
@@ -135,19 +146,24 @@ Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRul
 }
 
 Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
-                      const RowsOut& fwd) {
+                      const RowsOut& fwd, const std::vector<index_t>* keys, const std::vector<index_t>* kv_from) {
   const std::vector<index_t> perm = head_order(spec, rule);
   const Tensor3<double> q = heads_to(gather(in.q, rows), perm, false), dout = heads_to(gather(in.dout, rows), perm, false);
   const Tensor3<double> o = heads_to(fwd.o, perm, false);
   const Rows<double> lse = lse_rows(heads_to(fwd.lse, perm, false));
   const Rows<double> delta = softmax_delta<double>(o.view(), dout.view());
-  const std::vector<index_t> all = all_tokens(spec.S());
-  Tensor3<double> dq(q.n, q.h, q.d), dk(in.k.n, in.k.h, in.k.d), dv(in.v.n, in.v.h, in.v.d);  // dk, dv: partial, unused
+  const std::vector<index_t> all = keys ? std::vector<index_t>() : all_tokens(spec.S());
+  const std::vector<index_t>& k = keys ? *keys : all;
+  const std::vector<index_t>* from = kv_from ? kv_from : keys;  // the tokens read at k's positions
+  const Tensor3<double> kk = from ? gather(in.k, *from) : Tensor3<double>(), vv = from ? gather(in.v, *from) : Tensor3<double>();
+  const Tensor3<double>& K = from ? kk : in.k;
+  const Tensor3<double>& V = from ? vv : in.v;
+  Tensor3<double> dq(q.n, q.h, q.d), dk(K.n, K.h, K.d), dv(V.n, V.h, V.d);  // dk, dv: partial, unused
   for (index_t a0 = 0; a0 < q.n; a0 += kSlice) {
     const index_t n = std::min(kSlice, q.n - a0);
     const std::vector<index_t> slice(rows.begin() + a0, rows.begin() + a0 + n);
-    attention_backward<double>(q.view().rows(a0, n), in.k.view(), in.v.view(), dout.view().rows(a0, n), rows_view(lse, a0, n),
-                               rows_view(delta, a0, n), rule_mask(spec, rule, slice, all), rule.scale, dq.view().rows(a0, n),
+    attention_backward<double>(q.view().rows(a0, n), K.view(), V.view(), dout.view().rows(a0, n), rows_view(lse, a0, n),
+                               rows_view(delta, a0, n), rule_mask(spec, rule, slice, k), rule.scale, dq.view().rows(a0, n),
                                dk.view(), dv.view());
   }
   return heads_to(dq, perm, true);
@@ -166,6 +182,16 @@ KeyGrads dkv_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, cons
   attention_backward<double>(q.view(), k.view(), v.view(), dout.view(), rows_view(lse), rows_view(delta),
                              rule_mask(spec, rule, queries, keys), rule.scale, dq.view(), g.dk.view(), g.dv.view());
   return g;
+}
+
+std::vector<RowsOut> block_partials(const CpSpec& spec, const Inputs& in, const std::vector<index_t>& rows) {
+  std::vector<RowsOut> parts;
+  for (index_t j = 0; j < spec.P(); ++j) {
+    std::vector<index_t> keys = spec.partition().indices(j);
+    std::sort(keys.begin(), keys.end());
+    parts.push_back(forward_at(spec, in, true_rule(spec), rows, &keys));
+  }
+  return parts;
 }
 
 }  // namespace cplab

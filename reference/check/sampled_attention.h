@@ -8,10 +8,15 @@
 // on gathered tokens with that mask (no new arithmetic):
 //   forward_at    O and LSE of some query rows over all keys or a sorted subset of them (a ring
 //                 step's KV block: its partial result)
-//   score_max_at  the largest score scale * q.k each row sees (an LSE computed without the max)
-//   dq_at         dQ of some rows, from those rows' O and LSE (what the backward reads)
+//   score_max_at  the largest score scale * q.k each row sees, over all keys or a sorted subset (an
+//                 LSE computed without the max; a ring step's block maximum)
+//   dq_at         dQ of some rows, from those rows' O and LSE (what the backward reads), over all keys
+//                 or a sorted subset (one ring step's share), optionally with another block's K and V
+//                 read at the subset's positions (a stale KV buffer)
 //   dkv_at        dK and dV of some keys: the contributions of the given queries (all of them: the
 //                 whole gradient; one rank's: its share before the cross-rank reduction)
+// and the ring's bookkeeping: block_partials (every rank's KV block's partial result at some rows)
+// and ring_kv_block (the block rank r holds at ring step i).
 // Rows and keys are global token positions; results are (rows, heads, dim), LSE (rows, heads, 1).
 // With attention sinks (in.sinks) a forward over all keys includes them; the backward ones read the
 // final (sink-including) O and LSE they are given, which is all a sink changes there (sinks.h).
@@ -52,15 +57,26 @@ RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, c
                    const std::vector<index_t>* keys = nullptr);
 // the sinks (h) merged once into rows' final (O, LSE) (core/sinks.h apply_sinks)
 void apply_row_sinks(RowsOut& x, const std::vector<double>& sinks);
-Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows);
-// fwd: O and LSE of `rows` (forward_at's, or the reference's gathered)
+// (rows, h, 1); keys: sorted positions, or null for all keys; -inf for a row that sees none of them
+Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
+                             const std::vector<index_t>* keys = nullptr);
+// fwd: O and LSE of `rows` (forward_at's, or the reference's gathered; O only gives D = rowsum(dO * O));
+// keys: sorted positions the mask sees (null: all keys); kv_from: the tokens whose K and V are read at
+// those positions, one per key (null: the keys' own)
 Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
-                      const RowsOut& fwd);
+                      const RowsOut& fwd, const std::vector<index_t>* keys = nullptr,
+                      const std::vector<index_t>* kv_from = nullptr);
 struct KeyGrads {
   Tensor3<double> dk, dv;  // (keys, hk, d), (keys, hk, dv)
 };
 // the contributions of `queries` (their O and LSE in fwd) to dK, dV at the sorted positions `keys`
 KeyGrads dkv_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& queries,
                 const RowsOut& fwd, const std::vector<index_t>& keys);
+
+// the KV block of ring p2p rank r at step i (it holds the KV of rank r - i)
+inline index_t ring_kv_block(index_t r, index_t i, index_t P) { return ((r - i) % P + P) % P; }
+// block j's partial result (O_j, LSE_j) at `rows` for every rank j's KV block (spec.partition()),
+// under the true rule and without sinks
+std::vector<RowsOut> block_partials(const CpSpec& spec, const Inputs& in, const std::vector<index_t>& rows);
 
 }  // namespace cplab
