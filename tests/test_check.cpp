@@ -16,6 +16,7 @@
 
 #include "check/check.h"
 #include "check_claimed.h"
+#include "check_configs.h"
 #include "check_faults.h"
 #include "core/rel_error.h"
 #include "core/util.h"
@@ -24,39 +25,6 @@
 namespace cplab::test {
 
 namespace {
-
-struct Config {
-  std::string name;
-  CpFields f;
-};
-
-CpFields fields(Mode mode, Layout layout, index_t cp, index_t seq, bool causal) {
-  CpFields f;
-  f.mode = mode, f.layout = layout, f.cp = cp, f.seq = seq, f.causal = causal;
-  f.heads = 8, f.kv_heads = 2, f.head_dim = 16;
-  return f;
-}
-
-CpFields windowed(CpFields f, index_t w) {
-  f.window = w;
-  return f;
-}
-
-CpFields with_sinks(CpFields f) {
-  f.sinks = true;  // the logits: drawn from the run's seed (make_inputs)
-  return f;
-}
-
-CpFields chunked(CpFields f, index_t c) {
-  f.chunk = c;
-  return f;
-}
-
-CpFields hierarchical(index_t icp, index_t ocp, index_t seq) {
-  CpFields f = fields(Mode::a2a_p2p, Layout::zigzag, icp * ocp, seq, true);
-  f.icp = icp, f.ocp = ocp;
-  return f;
-}
 
 std::vector<Config> configs() {
   CpFields packed = fields(Mode::p2p, Layout::zigzag, 2, 0, true);
