@@ -61,7 +61,7 @@ struct Hypothesis {
   std::array<Prediction, kCheckTensors> pred;
   // set when the fault IS another spec: the outputs are correct for it ("--causal: the spec given
   // lacks it", "--layout striped", "--scale 0.125", "the spec without --causal"); the verdict says so
-  std::string spec_hint = "";
+  std::string spec_hint = "";  // (= "": the aggregate initialisers that leave it out stay warning-free)
 };
 
 struct HypothesisResult {
