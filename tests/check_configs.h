@@ -1,5 +1,6 @@
 // check_configs.h: the CP configurations the check tests run (tests/test_check.cpp,
-// tests/test_check_merge.cpp), built from a mode, a layout, cp, a length and causality.
+// tests/test_check_merge.cpp, tests/test_check_rules.cpp), built from a mode, a layout, cp, a
+// length and causality.
 //
 // What it is: a named CpFields (Config) and its builders: GQA 8 heads over 2, head dim 16, with a
 // sliding window, attention sinks, chunks, or a2a+p2p's inner x outer split added.

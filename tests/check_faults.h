@@ -1,4 +1,5 @@
-// check_faults.h: faulty outputs for tests/test_check.cpp, made by transforming correct ones.
+// check_faults.h: faulty outputs for tests/test_check.cpp and test_check_rules.cpp, made by
+// transforming correct ones.
 //
 // What it is: the faults `cplab check` names, injected one at a time into the outputs of a correct
 // run: transforms of those outputs (tokens in another layout's order, dK / dV swapped, summed or
@@ -6,7 +7,9 @@
 // attention recomputed under a faulted rule with scalar loops written from the definition (KV head
 // i % kv_heads, the causal mask off by one, softmax scale 1/d, LSE without the max, a ring step's
 // partial result missing or doubled, dK / dV of each rank's own queries only; attention sinks
-// ignored, counted on every rank, or added to every ring partial). With sinks every fault keeps them
+// ignored, counted on every rank, or added to every ring partial; issue 38's rules: a mask dropped
+// or causal added, each rank attending its own shard only or its own block unmasked, packed
+// sequences bounded by the padded offsets or by cu_seqlens as offsets). With sinks every fault keeps them
 // right (once per row) unless it is a sink fault. Nothing here calls
 // the code under test (reference/check/): only the layouts and packings the spec defines.
 // What it is not: shipped. The library never injects a fault; tests only.
@@ -33,22 +36,43 @@ struct NaiveRule {
   int shift = 0;          // causal: key k visible to query q iff k <= q + shift
   bool head_mod = false;  // query head i reads KV head i % hk
   int window_shift = 0;   // a sliding window of W + window_shift keys
+  int causal = -1;        // -1: the spec's causal flag; 0: no causal mask; 1: a causal mask
+  bool no_window = false, no_chunk = false;  // the spec's window / chunk dropped
+  int bounds = 0;         // a packed token's sequence: 0 the real one (padding in none); 1 cu_seqlens_padded's
+                          // (padding real); 2 cu_seqlens read as the buffer's offsets
+  bool own_unmasked = false;  // a key on the query's own rank: visible if in its sequence
 };
 
+// the tokens [st, en) of g's sequence under bounds (NaiveRule); false: g is in none
+inline bool naive_sequence(const Packing& p, int bounds, index_t g, index_t& st, index_t& en) {
+  if (bounds == 0) {
+    if (!p.real(g)) return false;
+    st = p.cu_seqlens_padded[static_cast<size_t>(p.seq_of(g))], en = st + p.length(p.seq_of(g));
+    return true;
+  }
+  const std::vector<index_t>& cu = bounds == 1 ? p.cu_seqlens_padded : p.cu_seqlens;
+  for (size_t s = 0; s + 1 < cu.size(); ++s)
+    if (cu[s] <= g && g < cu[s + 1]) {
+      st = cu[s], en = cu[s + 1];
+      return true;
+    }
+  return false;
+}
+
 inline bool naive_visible(const CpSpec& s, const NaiveRule& r, index_t q, index_t k) {
-  const Packing& p = s.packing();
-  if (!p.real(q) || !p.real(k) || p.seq_of(q) != p.seq_of(k)) return false;
+  index_t st = 0, en = 0, st_k = 0, en_k = 0;
+  if (!naive_sequence(s.packing(), r.bounds, q, st, en) || !naive_sequence(s.packing(), r.bounds, k, st_k, en_k) || st != st_k)
+    return false;
+  if (r.own_unmasked && s.partition().owner(q).rank == s.partition().owner(k).rank) return true;
+  const bool causal = r.causal < 0 ? s.causal() : r.causal == 1;
   const std::optional<index_t> w = s.fields().window;  // written out here, not read from mask_rule.h
-  if (w && *w > 0) {
+  if (w && *w > 0 && !r.no_window) {
     const index_t W = *w + r.window_shift;
-    if (s.causal() ? q - k >= W : (q - k >= W || k - q >= W)) return false;
+    if (causal ? q - k >= W : (q - k >= W || k - q >= W)) return false;
   }
   const std::optional<index_t> c = s.fields().chunk;  // chunks of C positions within the sequence
-  if (c && *c > 0) {
-    const index_t st = p.cu_seqlens_padded[static_cast<size_t>(p.seq_of(q))];
-    if ((q - st) / *c != (k - st) / *c) return false;
-  }
-  return !s.causal() || k <= q + r.shift;
+  if (c && *c > 0 && !r.no_chunk && (q - st) / *c != (k - st) / *c) return false;
+  return !causal || k <= q + r.shift;
 }
 
 inline index_t naive_kv_head(const CpSpec& s, const NaiveRule& r, index_t i) {
@@ -192,6 +216,18 @@ inline Outs own_queries(const CpSpec& s, const Inputs& in, const Outs& base) {
   Outs out = base;
   Tensor3<double> dq;
   naive_backward(s, in, NaiveRule{s.scale(), 0, false}, base[0], base[1], same_rank, dq, out[3], out[4]);
+  return out;
+}
+
+// each rank attending to its own shard's keys only (forward and backward: only the same rank's
+// queries reach a key's dK, dV)
+inline Outs local_only(const CpSpec& s, const Inputs& in) {
+  const Partition& part = s.partition();
+  auto same_rank = [&](index_t q, index_t k) { return part.owner(q).rank == part.owner(k).rank; };
+  const NaiveRule r{s.scale()};
+  auto [o, lse] = naive_forward(s, in, r, same_rank);
+  Outs out{o, lse, {}, {}, {}};
+  naive_backward(s, in, r, o, lse, same_rank, out[2], out[3], out[4]);
   return out;
 }
 

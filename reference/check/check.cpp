@@ -75,7 +75,8 @@ std::string check_verdict(const CheckReport& rep) {
     const std::string& d = rep.levels[sz(best.level)].name;
     return "NOT equivalent: equivalent within " + d + "'s tolerance only (errors consistent with a " + d + " computation or merge)";
   }
-  return "NOT equivalent: " + best.name + (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "");
+  return "NOT equivalent: " + best.name + (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "") +
+         (best.spec_hint.empty() ? "" : " (these outputs are correct for " + best.spec_hint + ")");
 }
 
 namespace {
@@ -184,6 +185,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
     transform_hypotheses(c);
     recompute_hypotheses(c);
+    attn_rule_hypotheses(c);
     sink_hypotheses(c);
     merge_hypotheses(c);
     backward_hypotheses(c);

@@ -200,6 +200,9 @@ nlohmann::json check_json(const CheckReport& r) {
   const CpSpec& s = r.spec;
   json j;
   j["verdict"] = r.verdict;
+  // the outputs are correct for another spec (the best explaining hypothesis's, hypotheses.h spec_hint)
+  const bool hint = !r.outputs_equivalent && !r.hypotheses.empty() && r.hypotheses.front().level >= 0;
+  j["spec_hint"] = hint && !r.hypotheses.front().spec_hint.empty() ? json(r.hypotheses.front().spec_hint) : json(nullptr);
   j["equivalent"] = r.equivalent;
   j["exit_status"] = r.exit_status();
   if (r.infer) {
@@ -249,6 +252,7 @@ nlohmann::json check_json(const CheckReport& r) {
                             {"compared_tokens", h.compared[i] > 0 ? json(h.compared[i]) : json("all")}};
     }
     diag.push_back({{"id", h.id}, {"name", h.name}, {"method", h.method}, {"priority", h.priority}, {"explains", h.level >= 0},
+                    {"spec_hint", h.spec_hint.empty() ? json(nullptr) : json(h.spec_hint)},
                     {"level", h.level >= 0 ? json(r.levels[sz(h.level)].name) : json(nullptr)}, {"outputs", per}});
   }
   j["diagnosis"] = diag;

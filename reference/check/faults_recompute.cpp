@@ -1,6 +1,7 @@
 // faults_recompute.cpp: the hypotheses whose prediction needs attention recomputed under a faulted
 // rule (hypotheses.h), at the sampled rows and keys (sampled_attention.h):
-//   KV head i % kv_heads, the causal mask off by one, a wrong softmax scale: O, LSE, then dQ at the
+//   KV head i % kv_heads, the causal mask off by one, a wrong softmax scale (1/d, 1/sqrt(d): a custom
+//     --scale ignored, 1, the scale squared: applied twice): O, LSE, then dQ at the
 //     sampled rows; when those fit, dK and dV at the 16 sampled keys nearest their sequence's end
 //     (every query's contribution, from the O and LSE of the queries that see them)
 //   LSE without the max: log sum exp(s - max) at the sampled rows
@@ -45,28 +46,31 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
   return {keys, queries};
 }
 
-namespace {
-
-// a faulted rule, in stages that stop as soon as an output fits neither the fault nor the loosest
-// level: O and LSE at the sampled rows; then dQ there; then dK, dV at the sampled tail keys (from
-// the O and LSE of every query that sees them)
-void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority) {
+void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority,
+                const std::string& spec_hint) {
   const bool bwd = c.present(CheckTensor::dq);
   const RowsOut f = forward_at(c.spec, c.data.in, rule, c.rows);
   Hypothesis h;
-  h.id = id, h.name = name, h.priority = priority;
+  h.id = id, h.name = name, h.priority = priority, h.spec_hint = spec_hint;
   h.method = "recomputed under the faulted rule at " + count(c.rows, "rows");
   h.pred[idx(CheckTensor::o)] = at(c.rows, f.o);
   h.pred[idx(CheckTensor::lse)] = at(c.rows, f.lse);
   if (bwd) h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
+  // every output checked so far within the loosest level's tolerance (the fault need not be visible
+  // yet: one that moves only padding rows, or only dK and dV, shows in a later stage)
+  auto fits = [&](const HypothesisResult& x) {
+    for (CheckTensor t : kAllCheckTensors)
+      if (!std::isnan(x.err[idx(t)]) && !(x.err[idx(t)] <= c.levels.back().tol[idx(t)])) return false;
+    return true;
+  };
   HypothesisResult r = c.evaluate(h);
-  if (r.level >= 0 && bwd) {
+  if (fits(r) && bwd) {
     h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));
     r = c.evaluate(h);
   } else if (bwd) {
     h.method += " (dQ, dK, dV not recomputed: O and LSE already differ from the fault's)";
   }
-  if (r.level >= 0 && bwd) {  // it fits so far: dK and dV at the sampled tail keys
+  if (fits(r) && bwd) {  // it fits so far: dK and dV at the sampled tail keys
     const auto [keys, queries] = tail_keys(c, rule);
     const RowsOut full = forward_at(c.spec, c.data.in, rule, queries);
     const KeyGrads g = dkv_at(c.spec, c.data.in, rule, queries, full, keys);
@@ -78,6 +82,8 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
   }
   c.results.push_back(r);
 }
+
+namespace {
 
 std::string fmt(double x) {
   char b[32];
@@ -112,14 +118,23 @@ void rule_faults(CheckContext& c) {
     r.window_shift = -1;
     rule_fault(c, r, "window_minus_one", "sliding window off by one: W - 1 = " + num(s.rule().window - 1) + " keys instead of " + w, 53);
   }
-  const double d = static_cast<double>(s.d());
+  // a custom --scale X ignored (the kernel's default 1/sqrt(d) used: prime-rl #3007), or applied twice (X^2)
+  const double d = static_cast<double>(s.d()), X = truth.scale, def = 1.0 / std::sqrt(d);
+  const bool custom = s.fields().scale != 0;
   const std::pair<double, std::string> scales[] = {
-      {1.0 / d, "1/d = " + fmt(1.0 / d)}, {1.0 / std::sqrt(d), "1/sqrt(d) = " + fmt(1.0 / std::sqrt(d))}, {1.0, "1 (no scale)"}};
+      {1.0 / d, "1/d = " + fmt(1.0 / d)}, {def, "1/sqrt(d) = " + fmt(def)}, {1.0, "1 (no scale)"}, {X * X, ""}};
+  std::vector<double> done{X};
   for (const auto& [x, text] : scales) {
-    if (std::abs(x - truth.scale) <= 1e-12 * truth.scale) continue;
+    if (std::any_of(done.begin(), done.end(), [&](double y) { return std::abs(x - y) <= 1e-12 * y; })) continue;
+    done.push_back(x);
     AttnRule r = truth;
     r.scale = x;
-    rule_fault(c, r, "scale:" + fmt(x), "softmax scale " + text + " instead of " + fmt(truth.scale), 60);
+    const bool twice = std::abs(x - X * X) <= 1e-12 * x;
+    std::string name = "softmax scale " + (text.empty() ? fmt(x) : text) + " instead of " + fmt(X);
+    if (custom && x == def) name = "custom softmax scale " + fmt(X) + " ignored: the default 1/sqrt(d) = " + fmt(def) + " used";
+    else if (twice) name += " (the scale applied twice: " + fmt(X) + "^2)";
+    rule_fault(c, r, "scale:" + fmt(x), name, twice && text.empty() ? 61 : 60,
+               x == def ? "the spec without --scale: its default 1/sqrt(d) = " + fmt(def) : "--scale " + fmt(x));
   }
 }
 

@@ -44,8 +44,10 @@ void layout_order(CheckContext& c) {
       h.priority = 10;
       h.method = "the reference's tokens permuted";
       const bool shards = c.data.out[idx(CheckTensor::o)].source.find("rank{") != std::string::npos;
-      if (shards && placed == spec.layout())
+      if (shards && placed == spec.layout()) {
         h.name = "tokens out of order: the rank{r} shards hold the " + H + " layout's tokens, not the " + Pl + " layout's (--layout)";
+        h.spec_hint = "--layout " + H;
+      }
       else if (held == spec.layout() && placed == Layout::contiguous)
         h.name = "tokens out of order: the ranks' local " + H + " buffers concatenated instead of placed in global order";
       else if (held == Layout::contiguous && placed == spec.layout())

@@ -46,7 +46,7 @@ HypothesisResult evaluate_hypothesis(const Hypothesis& h, const std::array<Claim
                                      const std::array<double, kCheckTensors>& base_err, const std::vector<CheckLevel>& levels,
                                      const Packing* real_lse) {
   HypothesisResult r;
-  r.id = h.id, r.name = h.name, r.method = h.method, r.priority = h.priority;
+  r.id = h.id, r.name = h.name, r.method = h.method, r.priority = h.priority, r.spec_hint = h.spec_hint;
   for (CheckTensor t : kAllCheckTensors) {
     const int i = idx(t);
     const Prediction& p = h.pred[i];

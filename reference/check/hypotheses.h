@@ -14,12 +14,16 @@
 //                         shifted by a rank (and the public ring package's mix-up); 70 LSE in base 2;
 //                         90 padding tokens not zero
 //   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
-//                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale; 71 LSE without the max;
+//                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale (61: a
+//                         custom one applied twice); 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)
 //   faults_merge.cpp      82-83 the online-softmax merge's running output not rescaled (running max of
 //                         the scores, or of the steps' LSEs); 84-85 partial O's summed / averaged (p2p)
 //   faults_backward.cpp   86 ring backward with each step's partial LSE; 87 with each step's partial D;
 //                         88-89 a stale KV buffer in the ring backward (step 0's, or the previous step's)
+//   faults_rules.cpp      32 ring bypassed (local attention only); 45 a rank's own KV block unmasked;
+//                         54 causal mask added; 56-59 causal, window, chunk, every mask dropped;
+//                         91-92 THD sequence bounds off by the padding
 //   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
 //                         on every rank: k = cp; once per merged partial: k = the row's partials)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
@@ -76,10 +80,13 @@ struct Hypothesis {
   int priority = 0;
   std::string method;    // how the prediction was made, for the report
   std::array<Prediction, kCheckTensors> pred;
+  // set when the fault IS another spec: the outputs are correct for it ("--causal: the spec given
+  // lacks it", "--layout striped", "--scale 0.125", "the spec without --causal"); the verdict says so
+  std::string spec_hint = "";  // (= "": the aggregate initialisers that leave it out stay warning-free)
 };
 
 struct HypothesisResult {
-  std::string id, name, method;
+  std::string id, name, method, spec_hint;
   int priority = 0;
   std::array<PredKind, kCheckTensors> kind{};
   std::array<double, kCheckTensors> err{};    // claimed vs prediction / max|ref| (NaN: not checked or absent)
@@ -139,6 +146,14 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
 
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
+void attn_rule_hypotheses(CheckContext& c);  // faults_rules.cpp
+
+// a fault that is attention under another rule, tested in stages that stop as soon as an output fits
+// neither the fault nor the loosest level: O and LSE at the sampled rows; then dQ there; then dK, dV
+// at the sampled tail keys (from the O and LSE of every query that sees them); the result added to
+// c.results (faults_recompute.cpp)
+void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority,
+                const std::string& spec_hint = "");
 void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
 void merge_hypotheses(CheckContext& c);      // faults_merge.cpp
 void backward_hypotheses(CheckContext& c);   // faults_backward.cpp

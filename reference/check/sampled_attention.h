@@ -2,10 +2,13 @@
 // rule or a faulted one, for the hypotheses of cplab check (hypotheses.h).
 //
 // What it is: AttnRule (the softmax scale, a causal mask shifted by one key either way, and the
-// KV head of each query head: i / (h / hk) as PyTorch and cplab map it, or i % hk), the mask it
-// gives between any query positions and sorted key positions (packed sequences: same sequence, real
-// keys), and four recomputations in double, each the tested kernel of core/attention_kernel.h run
-// on gathered tokens with that mask (no new arithmetic):
+// KV head of each query head: i / (h / hk) as PyTorch and cplab map it, or i % hk; the mask over
+// positions replaced (a mask dropped, causal added); the sequence boundaries taken from the padded
+// offsets or the real lengths; each rank's queries seeing only their own rank's KV block, or it
+// unmasked), the mask it gives between any query positions and sorted key positions (packed
+// sequences: same sequence, real keys), and four recomputations in double, each the tested kernel
+// of core/attention_kernel.h run on gathered tokens with that mask (no new arithmetic; a rule on
+// KV blocks runs it once per (query rank, KV block) tile and merges the partials, core/merge.h):
 //   forward_at    O and LSE of some query rows over all keys or a sorted subset of them (a ring
 //                 step's KV block: its partial result)
 //   score_max_at  the largest score scale * q.k each row sees, over all keys or a sorted subset (an
@@ -23,6 +26,7 @@
 // What it is not: a CP mode, or fast: the cost is rows x keys, so callers pass samples.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/mask.h"
@@ -31,17 +35,38 @@
 
 namespace cplab {
 
+// which sequence a packed token belongs to
+enum class SeqBounds {
+  real,      // cu_seqlens within cu_seqlens_padded's offsets (padding belongs to no sequence)
+  padded,    // cu_seqlens_padded as the sequences: padding tokens are real tokens of theirs
+  unpadded,  // cu_seqlens as the buffer's offsets (no padding between sequences assumed): every
+             // sequence after the first shifted by the padding before it; tokens past cu.back() are padding
+};
+// which KV blocks (a rank's tokens, partition().indices) the queries of a rank see
+enum class KvBlocks {
+  all,           // every block, under the rule
+  own_only,      // their own rank's block only (the ring or all-gather bypassed: local attention)
+  own_unmasked,  // every block, their own one without the mask over positions (same sequence only)
+};
+
 struct AttnRule {
   double scale = 0;       // the softmax scale used
   int causal_shift = 0;   // causal masks only: key k visible to query q iff k <= q + shift (0: the true mask)
   int window_shift = 0;   // sliding windows only: a window of W + shift keys instead of W (0: the true mask)
   bool head_mod = false;  // query head i reads KV head i % hk instead of i / (h / hk)
+  std::optional<PositionRule> positions;  // the mask over positions used instead of spec.rule()
+  SeqBounds bounds = SeqBounds::real;
+  KvBlocks blocks = KvBlocks::all;
 };
 AttnRule true_rule(const CpSpec& spec);  // scale spec.scale(), no shift, i / (h / hk)
 
-// the global keys query g sees under rule (its sequence's real keys; causal: up to g + shift)
+// the global keys query g sees under rule (its sequence's keys; causal: up to g + shift), before
+// rule.blocks: a superset of them for own_only; own_unmasked adds g's sequence's keys in its rank
 KeyRange visible_keys(const CpSpec& spec, const AttnRule& rule, index_t g);
+// the rule of a query rank's tile against its own KV block (blocks resolved to all)
+AttnRule own_block_rule(const AttnRule& rule);
 // the ranges mask between query positions q (any order) and sorted key positions k under rule
+// (rule.blocks ignored: the recomputations below split a rule on KV blocks into tiles first)
 Mask rule_mask(const CpSpec& spec, const AttnRule& rule, const std::vector<index_t>& q, const std::vector<index_t>& k);
 
 // the tokens of x (n, h, d) at positions, in that order
