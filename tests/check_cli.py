@@ -11,8 +11,9 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [docs/check.md]
    carries the verdict and the full error map (output x rank x chunk x head).
 3. Attention sinks: sinks.npy (or --sink-logits) and dsinks.npy; the sink counted on every rank and
    d s_h with the wrong sign named; --out FILE.png drawn by cplab-viz (when CPLAB_VIZ names it).
-4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
-   unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
+4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN in
+   an input, unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written
+   anywhere. NaN or inf in an output is evidence (issue 38): exit 1, mapped in the verdict and --json.
 5. With docs/check.md: its worked example runs as written (bash, cplab and /usr/bin/python3 first
    on PATH) and prints the output the page quotes: every line but the time
    line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
@@ -184,14 +185,39 @@ bad("lse_shape", "out64", lambda d: np.save(os.path.join(d, "lse.npy"), np.zeros
     "lse.npy: has shape (64, 8) but the spec needs (8, 64) = (heads, seq)")
 
 
+# NaN / inf in an OUTPUT is evidence, not bad input (issue 38): exit 1, the map in the verdict and --json
+def output_with(name, edit, first, json_nonfinite):
+    d = path("nonfinite_" + name)
+    shutil.copytree(path("out64"), d)
+    edit(d)
+    check("output holds " + name, [*SPEC, *IN, "--outputs", d], 1, first)
+    p = check("output holds " + name + " --json", [*SPEC, *IN, "--outputs", d, "--json"], 1)
+    j = json.loads(p.stdout)
+    if j["verdict"] != first or j["nonfinite"] != json_nonfinite:
+        failures.append(f"output holds {name} --json: verdict {j['verdict']!r}, nonfinite {j['nonfinite']!r}")
+
+
 def nan(d):
     x = np.load(os.path.join(d, "o.npy"))
-    x[3, 2, 1] = np.nan
+    x[3, 2, 1] = np.nan  # token 3: zigzag cp 4, seq 64: rank 0's first chunk (global chunk 0)
     np.save(os.path.join(d, "o.npy"), x)
 
 
-bad("nan", "out64", nan, "o.npy: element [3, 2, 1] is NaN; cplab check compares finite values only")
-bad("inf", "out64", lambda d: np.save(os.path.join(d, "dq.npy"), np.full((S, H, D), np.inf)), "dq.npy: element [0, 0, 0] is +inf")
+output_with("nan", nan, "NOT equivalent: O holds 1 NaN (rank 0, chunk 0, head 2); the finite values are equivalent",
+            ["O holds 1 NaN (rank 0, chunk 0, head 2)"])
+output_with("inf", lambda d: np.save(os.path.join(d, "dq.npy"), np.full((S, H, D), np.inf)),
+            "NOT equivalent: dQ holds 8,192 +inf (ranks 0-3, chunks 0-7, heads 0-7); the finite values are equivalent",
+            ["dQ holds 8,192 +inf (ranks 0-3, chunks 0-7, heads 0-7)"])
+# NaN in an INPUT is still bad input: exit 2, the file, the element and the rule named
+os.makedirs(path("in_nan"))
+for name in inputs:
+    shutil.copy(path("in", name + ".npy"), path("in_nan", name + ".npy"))
+qn = np.load(path("in", "q.npy"))
+qn[5, 1, 0] = np.nan
+np.save(path("in_nan", "q.npy"), qn)
+bad("input_nan", "out64", lambda d: None,
+    "q.npy: element [5, 1, 0] is NaN; cplab check compares finite values only (NaN and infinities are refused)",
+    inputs_dir=path("in_nan"))
 bad("int_dtype", "out64", lambda d: np.save(os.path.join(d, "o.npy"), np.zeros((S, H, D), dtype=np.int32)),
     "o.npy: dtype '<i4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')")
 bad("shard_missing", "shards", lambda d: os.remove(os.path.join(d, "rank2", "o.npy")),

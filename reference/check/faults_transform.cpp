@@ -131,7 +131,7 @@ void dkv_mixups(CheckContext& c) {
       for (int shift : {0, 1, -1}) {
         const Source s{what, shift};
         if (s == self || !valid(t, s)) continue;
-        const double x = cell_diff(c.data.out[idx(t)].x, source_tensor(c, s), nullptr, nullptr) / c.scale[idx(t)];
+        const double x = claimed_diff(c.data.out[idx(t)].x, source_tensor(c, s), nullptr) / c.scale[idx(t)];
         if (x < e) e = x, b = s;
       }
     return b;
