@@ -209,6 +209,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     transform_hypotheses(c);
     recompute_hypotheses(c);
     sink_hypotheses(c);
+    factor_hypotheses(c);
   }
   c.results.push_back(none);
   rank_hypotheses(c.results, c.levels);

@@ -21,6 +21,10 @@
 //                         80 a ring step missing or doubled in O / LSE (p2p)
 //   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
 //                         on every rank: k = cp; once per merged partial: k = the row's partials)
+//   faults_transform.cpp  72-74 LSE written in another layout than the one read (transposed
+//                         [tokens, heads]; a per-head stride rounded up; per-sequence padding)
+//   faults_factor.cpp     84 an output off by a constant factor (1/group, 1/cp, 2, -1, ... named);
+//                         85 off by a per-head factor (least squares against the reference)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
 // "equivalent within float32's (bfloat16's ...) tolerance".
 // What it is not: faults to inject (tests/check_faults.h makes those, independently, for the
@@ -131,5 +135,6 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
 void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
+void factor_hypotheses(CheckContext& c);     // faults_factor.cpp
 
 }  // namespace cplab
