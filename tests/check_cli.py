@@ -7,7 +7,8 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [docs/check.md]
    as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
    "equivalent" (exit 0), in global order and as per-rank shards; packed sequences with padding too.
 2. Faulty copies made with a few lines of numpy (dK and dV swapped; the public ring package's dK/dV
-   mix-up, as rank shards; padding not zero) are "NOT equivalent" naming the fault (exit 1); --json
+   mix-up, as rank shards; padding not zero; dK, dV reduced by mean over a KV group; LSE shards
+   written [tokens, heads]) are "NOT equivalent" naming the fault (exit 1); --json
    carries the verdict and the full error map (output x rank x chunk x head).
 3. Attention sinks: sinks.npy (or --sink-logits) and dsinks.npy; the sink counted on every rank and
    d s_h with the wrong sign named; --out FILE.png drawn by cplab-viz (when CPLAB_VIZ names it).
@@ -127,6 +128,21 @@ shutil.copytree(path("out64"), path("swapped"))
 np.save(path("swapped", "dk.npy"), out["dv"])
 np.save(path("swapped", "dv.npy"), out["dk"])
 check("dK, dV swapped", [*SPEC, *IN, "--outputs", path("swapped")], 1, "NOT equivalent: dK and dV swapped")
+# issue 38: dK, dV reduced by mean over each KV group's 4 query heads (a factor 1/4), and each rank's
+# LSE shard written [tokens, heads] but saved as (heads, tokens)
+shutil.copytree(path("out64"), path("group_mean"))
+np.save(path("group_mean", "dk.npy"), out["dk"] / 4)
+np.save(path("group_mean", "dv.npy"), out["dv"] / 4)
+check("dK, dV mean over the KV group", [*SPEC, *IN, "--outputs", path("group_mean")], 1,
+      "NOT equivalent: dK and dV off by a constant factor 0.25 (= 1/4: a KV group's gradient reduced by mean over its 4 query heads "
+      "instead of sum; or 1/cp = 1/4: the ranks' parts averaged over cp = 4 instead of summed (a reduce with op AVG))")
+for r in range(P):
+    os.makedirs(path("lse_transposed", f"rank{r}"))
+    for name, x in out.items():
+        piece = x[:, zigzag_indices(r)].T.reshape(H, -1) if name == "lse" else x[zigzag_indices(r)]  # (n, H) read as (H, n)
+        np.save(path("lse_transposed", f"rank{r}", name + ".npy"), np.ascontiguousarray(piece))
+check("LSE shards transposed", [*SPEC, *IN, "--outputs", path("lse_transposed")], 1,
+      "NOT equivalent: LSE written as [tokens, heads] and read as (heads, seq / cp): a transposed buffer read flat")
 
 # the public ring package's bug, as the ranks would save it: dK_r = (dK + dV)_r, dV_r = (dK + dV)_{r+1}
 s = out["dk"] + out["dv"]
