@@ -135,7 +135,8 @@ std::string check_text(const CheckReport& r) {
       for (size_t k = 0; k < r.skipped.size(); ++k) o << (k ? ", " : " ") << r.skipped[k];
       o << ")";
     }
-    o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + " them:\n");
+    const std::string them = r.map.any_nonfinite() ? " the finite values" : " them";  // NaN / inf: listed above
+    o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + them + ":\n");
     int n = 0;
     for (const HypothesisResult* h : ex) {
       o << "  " << ++n << ". " << h->name;
