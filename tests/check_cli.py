@@ -7,12 +7,14 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [docs/check.md]
    as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
    "equivalent" (exit 0), in global order and as per-rank shards; packed sequences with padding too.
 2. Faulty copies made with a few lines of numpy (dK and dV swapped; the public ring package's dK/dV
-   mix-up, as rank shards; padding not zero) are "NOT equivalent" naming the fault (exit 1); --json
+   mix-up, as rank shards; padding not zero; dK, dV reduced by mean over a KV group; LSE shards
+   written [tokens, heads]) are "NOT equivalent" naming the fault (exit 1); --json
    carries the verdict and the full error map (output x rank x chunk x head).
 3. Attention sinks: sinks.npy (or --sink-logits) and dsinks.npy; the sink counted on every rank and
    d s_h with the wrong sign named; --out FILE.png drawn by cplab-viz (when CPLAB_VIZ names it).
-4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN,
-   unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written anywhere.
+4. Bad input exits 2 with a message naming the file and the rule (missing file, wrong shape, NaN in
+   an input, unsupported dtype, cu_seqlens not matching the tokens, ...), and nothing is written
+   anywhere. NaN or inf in an output is evidence (issue 38): exit 1, mapped in the verdict and --json.
 5. With docs/check.md: its worked example runs as written (bash, cplab and /usr/bin/python3 first
    on PATH) and prints the output the page quotes: every line but the time
    line, with the errors' digits masked (a last bit of float32 arithmetic may differ between CPUs;
@@ -127,6 +129,21 @@ shutil.copytree(path("out64"), path("swapped"))
 np.save(path("swapped", "dk.npy"), out["dv"])
 np.save(path("swapped", "dv.npy"), out["dk"])
 check("dK, dV swapped", [*SPEC, *IN, "--outputs", path("swapped")], 1, "NOT equivalent: dK and dV swapped")
+# issue 38: dK, dV reduced by mean over each KV group's 4 query heads (a factor 1/4), and each rank's
+# LSE shard written [tokens, heads] but saved as (heads, tokens)
+shutil.copytree(path("out64"), path("group_mean"))
+np.save(path("group_mean", "dk.npy"), out["dk"] / 4)
+np.save(path("group_mean", "dv.npy"), out["dv"] / 4)
+check("dK, dV mean over the KV group", [*SPEC, *IN, "--outputs", path("group_mean")], 1,
+      "NOT equivalent: dK and dV off by a constant factor 0.25 (= 1/4: a KV group's gradient reduced by mean over its 4 query heads "
+      "instead of sum; or 1/cp = 1/4: the ranks' parts averaged over cp = 4 instead of summed (a reduce with op AVG))")
+for r in range(P):
+    os.makedirs(path("lse_transposed", f"rank{r}"))
+    for name, x in out.items():
+        piece = x[:, zigzag_indices(r)].T.reshape(H, -1) if name == "lse" else x[zigzag_indices(r)]  # (n, H) read as (H, n)
+        np.save(path("lse_transposed", f"rank{r}", name + ".npy"), np.ascontiguousarray(piece))
+check("LSE shards transposed", [*SPEC, *IN, "--outputs", path("lse_transposed")], 1,
+      "NOT equivalent: LSE written as [tokens, heads] and read as (heads, seq / cp): a transposed buffer read flat")
 
 # the public ring package's bug, as the ranks would save it: dK_r = (dK + dV)_r, dV_r = (dK + dV)_{r+1}
 s = out["dk"] + out["dv"]
@@ -185,14 +202,39 @@ bad("lse_shape", "out64", lambda d: np.save(os.path.join(d, "lse.npy"), np.zeros
     "lse.npy: has shape (64, 8) but the spec needs (8, 64) = (heads, seq)")
 
 
+# NaN / inf in an OUTPUT is evidence, not bad input (issue 38): exit 1, the map in the verdict and --json
+def output_with(name, edit, first, json_nonfinite):
+    d = path("nonfinite_" + name)
+    shutil.copytree(path("out64"), d)
+    edit(d)
+    check("output holds " + name, [*SPEC, *IN, "--outputs", d], 1, first)
+    p = check("output holds " + name + " --json", [*SPEC, *IN, "--outputs", d, "--json"], 1)
+    j = json.loads(p.stdout)
+    if j["verdict"] != first or j["nonfinite"] != json_nonfinite:
+        failures.append(f"output holds {name} --json: verdict {j['verdict']!r}, nonfinite {j['nonfinite']!r}")
+
+
 def nan(d):
     x = np.load(os.path.join(d, "o.npy"))
-    x[3, 2, 1] = np.nan
+    x[3, 2, 1] = np.nan  # token 3: zigzag cp 4, seq 64: rank 0's first chunk (global chunk 0)
     np.save(os.path.join(d, "o.npy"), x)
 
 
-bad("nan", "out64", nan, "o.npy: element [3, 2, 1] is NaN; cplab check compares finite values only")
-bad("inf", "out64", lambda d: np.save(os.path.join(d, "dq.npy"), np.full((S, H, D), np.inf)), "dq.npy: element [0, 0, 0] is +inf")
+output_with("nan", nan, "NOT equivalent: O holds 1 NaN (rank 0, chunk 0, head 2); the finite values are equivalent",
+            ["O holds 1 NaN (rank 0, chunk 0, head 2)"])
+output_with("inf", lambda d: np.save(os.path.join(d, "dq.npy"), np.full((S, H, D), np.inf)),
+            "NOT equivalent: dQ holds 8,192 +inf (ranks 0-3, chunks 0-7, heads 0-7); the finite values are equivalent",
+            ["dQ holds 8,192 +inf (ranks 0-3, chunks 0-7, heads 0-7)"])
+# NaN in an INPUT is still bad input: exit 2, the file, the element and the rule named
+os.makedirs(path("in_nan"))
+for name in inputs:
+    shutil.copy(path("in", name + ".npy"), path("in_nan", name + ".npy"))
+qn = np.load(path("in", "q.npy"))
+qn[5, 1, 0] = np.nan
+np.save(path("in_nan", "q.npy"), qn)
+bad("input_nan", "out64", lambda d: None,
+    "q.npy: element [5, 1, 0] is NaN; cplab check compares finite values only (NaN and infinities are refused)",
+    inputs_dir=path("in_nan"))
 bad("int_dtype", "out64", lambda d: np.save(os.path.join(d, "o.npy"), np.zeros((S, H, D), dtype=np.int32)),
     "o.npy: dtype '<i4' is not supported (need float16 '<f2', bfloat16 '<V2' as ml_dtypes saves it, float32 '<f4' or float64 '<f8')")
 bad("shard_missing", "shards", lambda d: os.remove(os.path.join(d, "rank2", "o.npy")),

@@ -26,29 +26,6 @@ namespace cplab::test {
 
 namespace {
 
-std::vector<Config> configs() {
-  CpFields packed = fields(Mode::p2p, Layout::zigzag, 2, 0, true);
-  packed.cu_seqlens = {0, 10, 34, 39};
-  packed.pad = true;
-  CpFields packed_ag = fields(Mode::allgather, Layout::zigzag, 2, 0, true);
-  packed_ag.cu_seqlens = {0, 7, 29, 40};
-  packed_ag.pad = true;
-  return {
-      {"p2p zigzag causal cp 4 seq 256", fields(Mode::p2p, Layout::zigzag, 4, 256, true)},
-      {"p2p contiguous causal cp 4 seq 64", fields(Mode::p2p, Layout::contiguous, 4, 64, true)},
-      {"p2p zigzag causal window 9 cp 4 seq 64", windowed(fields(Mode::p2p, Layout::zigzag, 4, 64, true), 9)},
-      {"p2p striped causal cp 4 seq 64", fields(Mode::p2p, Layout::striped, 4, 64, true)},
-      {"p2p zigzag non-causal cp 4 seq 64", fields(Mode::p2p, Layout::zigzag, 4, 64, false)},
-      {"allgather zigzag causal cp 4 seq 64", fields(Mode::allgather, Layout::zigzag, 4, 64, true)},
-      {"a2a zigzag causal cp 2 seq 64", fields(Mode::a2a, Layout::zigzag, 2, 64, true)},
-      {"p2p zigzag causal cp 2 packed 0,10,34,39 --pad", packed},
-      {"p2p zigzag causal sinks cp 4 seq 64", with_sinks(fields(Mode::p2p, Layout::zigzag, 4, 64, true))},
-      {"a2a+p2p zigzag causal sinks 2x2 seq 64", with_sinks(hierarchical(2, 2, 64))},
-      {"p2p contiguous causal chunk 12 cp 4 seq 64", chunked(fields(Mode::p2p, Layout::contiguous, 4, 64, true), 12)},
-      {"allgather zigzag causal cp 2 packed 0,7,29,40", packed_ag},
-  };
-}
-
 std::string fmt4(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.4g", x);

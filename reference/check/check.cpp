@@ -58,11 +58,28 @@ void rank_hypotheses(std::vector<HypothesisResult>& results, const std::vector<C
     if ((a.level >= 0) != (b.level >= 0)) return a.level >= 0;
     if (a.level < 0) return a.priority < b.priority;
     if (a.level != b.level) return a.level < b.level;
+    if (a.matches_nonfinite() != b.matches_nonfinite()) return a.matches_nonfinite();  // it predicts the claimed NaN / inf
     if (a.unchecked() != b.unchecked()) return a.unchecked() < b.unchecked();
     if (a.priority != b.priority) return a.priority < b.priority;
     return worst_ratio(a, levels[sz(a.level)]) < worst_ratio(b, levels[sz(b.level)]);
   });
 }
+
+namespace {
+
+// the verdict's words after "NOT equivalent: " for the ranked hypotheses (best first)
+std::string diagnosis_words(const CheckReport& rep) {
+  const HypothesisResult& best = rep.hypotheses.front();
+  if (best.level < 0) return "no known fault explains it";
+  if (best.id == "none") {
+    const std::string& d = rep.levels[sz(best.level)].name;
+    return "equivalent within " + d + "'s tolerance only (errors consistent with a " + d + " computation or merge)";
+  }
+  return best.name + (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "") +
+         (best.spec_hint.empty() ? "" : " (these outputs are correct for " + best.spec_hint + ")");
+}
+
+}  // namespace
 
 std::string check_verdict(const CheckReport& rep) {
   const HypothesisResult& best = rep.hypotheses.front();
@@ -70,13 +87,18 @@ std::string check_verdict(const CheckReport& rep) {
     return "NOT equivalent: " + (rep.dsinks.fault.empty() ? "d s_h (" + rep.dsinks.source + ") wrong, and no known fault explains it"
                                                            : rep.dsinks.fault);
   if (rep.outputs_equivalent) return "equivalent";
-  if (best.level < 0) return "NOT equivalent: no known fault explains it";
-  if (best.id == "none") {
-    const std::string& d = rep.levels[sz(best.level)].name;
-    return "NOT equivalent: equivalent within " + d + "'s tolerance only (errors consistent with a " + d + " computation or merge)";
-  }
-  return "NOT equivalent: " + best.name + (best.level > 0 ? " (within " + rep.levels[sz(best.level)].name + "'s tolerance)" : "") +
-         (best.spec_hint.empty() ? "" : " (these outputs are correct for " + best.spec_hint + ")");
+  // claimed NaN / inf first (issue 38), then what explains the finite values
+  std::string nf;
+  for (const std::string& l : nonfinite_lines(rep.map)) nf += (nf.empty() ? "" : "; ") + l;
+  if (nf.empty()) return "NOT equivalent: " + diagnosis_words(rep);
+  std::array<index_t, kCheckTensors> counts{};
+  for (CheckTensor t : kAllCheckTensors) counts[idx(t)] = rep.map.nonfinite_total[idx(t)].total();
+  if (best.level >= 0 && best.id != "none" && best.predicts_nonfinite(counts))
+    return "NOT equivalent: " + nf + ", as predicted by: " + diagnosis_words(rep);
+  if (best.id == "none" && best.level == 0) return "NOT equivalent: " + nf + "; the finite values are equivalent";
+  std::string rest = diagnosis_words(rep);
+  if (best.level < 0) rest = "no known fault explains them";
+  return "NOT equivalent: " + nf + "; the finite values: " + rest;
 }
 
 namespace {
@@ -154,7 +176,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   rs.backward = bwd;
   DenseReference dr = dense_reference(rs, data.in.q, data.in.k, data.in.v, bwd ? data.in.dout : Tensor3<double>(),
                                      data.in.sinks);
-  CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}, {}};
+  CheckContext c{spec, data, {}, {}, {}, check_levels(data.out, options.tolerance), layout_chunks(spec), {}, {}, {}, {}, {}};
   c.ref[idx(CheckTensor::o)] = std::move(dr.o);
   c.ref[idx(CheckTensor::lse)] = lse_tensor(dr.lse);
   if (bwd) {
@@ -168,8 +190,10 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     if (c.present(t)) c.scale[idx(t)] = ref_scale(c.ref[idx(t)], t == CheckTensor::lse ? &spec.packing() : nullptr);
   }
   rep.map = error_map(spec, c.chunks, data.out, refs, c.scale);
-  for (CheckTensor t : kAllCheckTensors)
+  for (CheckTensor t : kAllCheckTensors) {
     c.base_err[idx(t)] = c.present(t) ? rep.map.max(t) : std::numeric_limits<double>::quiet_NaN();
+    c.nonfinite[idx(t)] = rep.map.nonfinite_total[idx(t)].total();  // claimed NaN / inf: never equivalent
+  }
   rep.err = c.base_err;
   rep.levels = c.levels;
   rep.chunks = c.chunks;
@@ -179,7 +203,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   // the diagnosis, when the outputs are not equivalent
   t0 = Clock::now();
   HypothesisResult none = no_fault_hypothesis(data.out, c.base_err, c.levels);
-  rep.equivalent = rep.outputs_equivalent = none.level == 0;
+  rep.equivalent = rep.outputs_equivalent = none.level == 0 && !rep.map.any_nonfinite();
   if (!rep.equivalent) {
     c.rows = c.keys = sample_tokens(spec, c.chunks, std::max<index_t>(2, options.samples_per_chunk));
     rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
@@ -189,6 +213,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     sink_hypotheses(c);
     merge_hypotheses(c);
     backward_hypotheses(c);
+    factor_hypotheses(c);
   }
   c.results.push_back(none);
   rank_hypotheses(c.results, c.levels);

@@ -13,6 +13,10 @@
 //                                                  computation or merge
 //   "NOT equivalent: no known fault explains it"   and where the error lives (where_lines)
 //   "NOT equivalent: d s_h ..."                    O ... dV right, dsinks.npy (--sinks) wrong
+//   "NOT equivalent: dQ holds 64 NaN (rank 2, chunk 2, heads 0-3); the finite values: <the above>"
+//                                                  claimed NaN / inf first (error_map.h's map), then
+//                                                  what explains the finite values (or ", as
+//                                                  predicted by: <h>" when the best one holds them)
 // CheckReport holds all of it; check_text prints it (the verdict first), check_json gives the same
 // with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's). The
 // inference check (infer_check.h, `cplab check --kv-cache P`) fills the same report, `infer` set.

@@ -92,10 +92,11 @@ NpyHeader checked_header(const std::string& path, const std::vector<std::int64_t
   return h;
 }
 
-// the data of a checked file; NaN and inf refused (LSE: -inf allowed), the first bad element named
-std::vector<double> checked_data(const FileSpec& f, bool lse) {
+// the data of a checked file; NaN and inf refused (LSE: -inf allowed), the first bad element named;
+// a claimed output (output) keeps them: its NaN and inf are evidence (error_map.h), not bad input
+std::vector<double> checked_data(const FileSpec& f, bool lse, bool output = false) {
   NpyArray a = npy_read(f.path, f.header);
-  for (size_t i = 0; i < a.values.size(); ++i) {
+  for (size_t i = 0; i < a.values.size() && !output; ++i) {
     const double x = a.values[i];
     if (std::isfinite(x) || (lse && x == -INFINITY)) continue;
     std::string at;  // the element's index in the file's own shape
@@ -303,7 +304,7 @@ CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, con
     c.source = files.size() == 1 ? files[0].path : (out_dir / ("rank{0.." + num(spec.P() - 1) + "}") / (std::string(tensor_key(t)) + ".npy")).string();
     const index_t row = c.x.h * c.x.d;  // values per token
     for (size_t r = 0; r < files.size(); ++r) {
-      const std::vector<double> v = checked_data(files[r], lse);
+      const std::vector<double> v = checked_data(files[r], lse, true);
       if (coarseness(files[r].header.dtype) > coarseness(c.dtype)) c.dtype = files[r].header.dtype;
       const bool shard = files.size() > 1;
       const std::vector<index_t> pos = shard ? part.indices(static_cast<index_t>(r)) : std::vector<index_t>();

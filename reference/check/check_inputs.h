@@ -11,8 +11,9 @@
 //                    Partition::indices(r) are their global positions), one file per rank 0..P-1;
 //                    dq, dk, dv come all three or not at all, and need do.npy
 //   dtypes           float16 '<f2', bfloat16 ('<V2' as ml_dtypes saves it), float32, float64 (run/npy.h)
-//   values           finite (NaN and inf refused, in inputs and outputs), except -inf in LSE (a row
-//                    that sees no key)
+//   values           inputs (and sink logits, dsinks.npy) finite: NaN and inf refused, naming the
+//                    element; outputs (o, lse, dq, dk, dv) may hold NaN and inf: evidence that
+//                    run_check maps (error_map.h), not bad input (issue 38)
 //   sinks (--sinks)  the sink logits (heads): --sink-logits FILE, else DIR/sinks.npy of --inputs (the
 //                    spec's sink_logits: CpSpec checks their count and values); dsinks.npy (heads) in
 //                    --outputs, optional, with the gradients: d s_h, or rank{r}/dsinks.npy, each rank's

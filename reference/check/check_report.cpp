@@ -111,9 +111,14 @@ std::string check_text(const CheckReport& r) {
     } else {
       std::snprintf(b, sizeof b, "  %-4s %-8s tolerance %s (%s)  %-5s %s\n", tensor_label(t), sci(r.err[i]).c_str(),
                     sci(r.levels[0].tol[i]).c_str(), npy_dtype_name(r.out[i].dtype).c_str(),
-                    r.err[i] <= r.levels[0].tol[i] ? "ok" : "WRONG", r.out[i].source.c_str());
+                    r.err[i] <= r.levels[0].tol[i] && r.map.nonfinite_total[i].total() == 0 ? "ok" : "WRONG", r.out[i].source.c_str());
     }
     o << b;
+  }
+  const std::vector<std::string> nf = nonfinite_lines(r.map);
+  if (!nf.empty()) {
+    o << "\nNaN / inf in the outputs (where the reference is finite; the errors above cover the finite values):\n";
+    for (const std::string& l : nf) o << "  " << l << "\n";
   }
   if (r.dsinks.present) {
     char b[256];
@@ -130,7 +135,8 @@ std::string check_text(const CheckReport& r) {
       for (size_t k = 0; k < r.skipped.size(); ++k) o << (k ? ", " : " ") << r.skipped[k];
       o << ")";
     }
-    o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + " them:\n");
+    const std::string them = r.map.any_nonfinite() ? " the finite values" : " them";  // NaN / inf: listed above
+    o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + them + ":\n");
     int n = 0;
     for (const HypothesisResult* h : ex) {
       o << "  " << ++n << ". " << h->name;
@@ -158,12 +164,14 @@ std::string check_text(const CheckReport& r) {
   }
   // the error map, worst over heads per rank and chunk
   const index_t rows = r.map.ranks * r.map.chunks;
-  o << "\nerror map (worst over heads per rank and chunk; * above tolerance)";
+  o << "\nerror map (worst over heads per rank and chunk; * above tolerance" << (r.map.any_nonfinite() ? "; NaN / inf: cells holding some)" : ")");
   std::vector<bool> show(sz(rows), rows <= 32);
   for (index_t k = 0; k < rows && rows > 32; ++k)
     for (CheckTensor t : kAllCheckTensors)
       for (index_t i = 0; i < r.map.heads[idx(t)]; ++i)
-        if (r.map.at(t, k / r.map.chunks, k % r.map.chunks, i) > r.levels[0].tol[idx(t)]) show[sz(k)] = true;
+        if (r.map.at(t, k / r.map.chunks, k % r.map.chunks, i) > r.levels[0].tol[idx(t)] ||
+            r.map.nonfinite_at(t, k / r.map.chunks, k % r.map.chunks, i).total() > 0)
+          show[sz(k)] = true;
   o << (rows > 32 ? ", rows with an error above tolerance only" : "") << ":\n";
   auto rstrip = [](std::string x) { return x.erase(x.find_last_not_of(' ') + 1) + "\n"; };
   std::string head = "rank  chunk    ";
@@ -179,8 +187,13 @@ std::string check_text(const CheckReport& r) {
     for (CheckTensor t : kAllCheckTensors) {
       if (!r.out[idx(t)].present) continue;
       double m = 0;
-      for (index_t i = 0; i < r.map.heads[idx(t)]; ++i) m = std::max(m, r.map.at(t, rk, ck, i));
-      const std::string cell = sci(m) + (m > r.levels[0].tol[idx(t)] ? "*" : "");
+      NonFinite n;
+      for (index_t i = 0; i < r.map.heads[idx(t)]; ++i) {
+        m = std::max(m, r.map.at(t, rk, ck, i));
+        const NonFinite c = r.map.nonfinite_at(t, rk, ck, i);
+        n.nan += c.nan, n.pos_inf += c.pos_inf, n.neg_inf += c.neg_inf;
+      }
+      const std::string cell = n.total() > 0 ? std::string(n.nan > 0 ? "NaN*" : "inf*") : sci(m) + (m > r.levels[0].tol[idx(t)] ? "*" : "");
       line += "  " + cell + std::string(cell.size() < 9 ? 9 - cell.size() : 0, ' ');
     }
     o << rstrip(line);
@@ -226,8 +239,10 @@ nlohmann::json check_json(const CheckReport& r) {
   for (CheckTensor t : kAllCheckTensors) {
     const int i = idx(t);
     if (!r.out[i].present) continue;
+    const NonFinite& n = r.map.nonfinite_total[i];
     outs[tensor_key(t)] = {{"source", r.out[i].source}, {"dtype", npy_dtype_name(r.out[i].dtype)}, {"error", number(r.err[i])},
-                           {"tolerance", r.levels[0].tol[i]}, {"ok", r.err[i] <= r.levels[0].tol[i]}};
+                           {"tolerance", r.levels[0].tol[i]}, {"ok", r.err[i] <= r.levels[0].tol[i] && n.total() == 0},
+                           {"nonfinite", {{"nan", n.nan}, {"+inf", n.pos_inf}, {"-inf", n.neg_inf}}}};
   }
   j["outputs_dir"] = r.outputs_dir;
   j["outputs"] = outs;
@@ -249,7 +264,8 @@ nlohmann::json check_json(const CheckReport& r) {
       const int i = idx(t);
       if (!r.out[i].present) continue;
       per[tensor_key(t)] = {{"prediction", pred_name(h.kind[i])}, {"error", number(h.err[i])}, {"fault", number(h.fault[i])},
-                            {"compared_tokens", h.compared[i] > 0 ? json(h.compared[i]) : json("all")}};
+                            {"compared_tokens", h.compared[i] > 0 ? json(h.compared[i]) : json("all")},
+                            {"nonfinite_seen", h.nonfinite_seen[i]}, {"nonfinite_matched", h.nonfinite_matched[i]}};
     }
     diag.push_back({{"id", h.id}, {"name", h.name}, {"method", h.method}, {"priority", h.priority}, {"explains", h.level >= 0},
                     {"spec_hint", h.spec_hint.empty() ? json(nullptr) : json(h.spec_hint)},
@@ -264,22 +280,28 @@ nlohmann::json check_json(const CheckReport& r) {
   }
   for (CheckTensor t : kAllCheckTensors) {
     if (r.map.heads[idx(t)] == 0) continue;
-    json v = json::array();
+    json v = json::array(), nf_cells = json::array();
     for (index_t rk = 0; rk < r.map.ranks; ++rk) {
-      json per_rank = json::array();
+      json per_rank = json::array(), nf_rank = json::array();
       for (index_t c = 0; c < r.map.chunks; ++c) {
-        json heads = json::array();
-        for (index_t i = 0; i < r.map.heads[idx(t)]; ++i) heads.push_back(number(r.map.at(t, rk, c, i)));
-        per_rank.push_back(heads);
+        json heads = json::array(), nf_heads = json::array();
+        for (index_t i = 0; i < r.map.heads[idx(t)]; ++i) {
+          heads.push_back(number(r.map.at(t, rk, c, i)));
+          nf_heads.push_back(r.map.nonfinite_at(t, rk, c, i).total());
+        }
+        per_rank.push_back(heads), nf_rank.push_back(nf_heads);
       }
-      v.push_back(per_rank);
+      v.push_back(per_rank), nf_cells.push_back(nf_rank);
     }
     maps[tensor_key(t)] = {{"heads", r.map.heads[idx(t)]}, {"tolerance", r.levels[0].tol[idx(t)]}, {"values", v}};
+    if (r.map.nonfinite_total[idx(t)].total() > 0) maps[tensor_key(t)]["nonfinite"] = nf_cells;  // NaN / inf per cell
   }
-  j["error_map"] = {{"normalization", "max |x - ref| over the cell's tokens and dims / max |ref| over the whole output (null: infinite)"},
+  j["error_map"] = {{"normalization", "max |x - ref| over the cell's finite tokens and dims / max |ref| over the whole output (null: "
+                                      "infinite); nonfinite: the cell's claimed NaN / inf where the reference is finite"},
                     {"index", "values[rank][chunk][head]"}, {"ranks", r.map.ranks}, {"chunks_per_rank", r.map.chunks},
                     {"chunk_labels", labels}, {"outputs", maps}};
   j["where"] = r.where;
+  j["nonfinite"] = nonfinite_lines(r.map);
   j["skipped_families"] = r.skipped;
   j["sampled_rows"] = r.sampled_rows;
   j["sampled_keys"] = r.sampled_keys;

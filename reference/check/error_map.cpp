@@ -45,6 +45,16 @@ std::string ranges(const std::set<index_t>& s) {
   return out;
 }
 
+// 1234567 -> "1,234,567"
+std::string grouped(index_t n) {
+  std::string d = num(n), out;
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (k > 0 && (d.size() - k) % 3 == 0) out += ',';
+    out += d[k];
+  }
+  return out;
+}
+
 }  // namespace
 
 double dtype_tolerance(CheckTensor t, NpyDtype dtype) {
@@ -96,20 +106,33 @@ Chunks layout_chunks(const CpSpec& spec) {
   return ch;
 }
 
-double cell_diff(const Tensor3<double>& x, const Tensor3<double>& ref, const std::vector<index_t>* tokens,
-                 const Packing* real_only) {
-  double m = 0;
-  const index_t n = tokens ? static_cast<index_t>(tokens->size()) : ref.n, row = ref.h * ref.d;
+TokenDiff token_diff(const Tensor3<double>& x, const Tensor3<double>& y, const std::vector<index_t>* tokens, bool compact,
+                     const Packing* real_only, bool claimed, const Tensor3<double>* ref) {
+  TokenDiff r;
+  const index_t n = tokens ? static_cast<index_t>(tokens->size()) : x.n, row = x.h * x.d;
   for (index_t a = 0; a < n; ++a) {
     const index_t g = tokens ? (*tokens)[sz(a)] : a;
     if (real_only && !real_only->real(g)) continue;
-    const double *p = x.token(g), *q = ref.token(g);
+    const double *p = x.token(g), *q = y.token(compact ? a : g), *f = ref ? ref->token(g) : nullptr;
     for (index_t e = 0; e < row; ++e) {
-      if (std::isfinite(p[e]) && std::isfinite(q[e])) m = std::max(m, std::abs(p[e] - q[e]));
-      else if (!(p[e] == -INFINITY && q[e] == -INFINITY)) return INFINITY;
+      const double d = elem_diff(p[e], q[e], claimed);
+      if (f && !std::isfinite(p[e]) && std::isfinite(f[e])) {  // a claimed NaN / inf: evidence
+        ++r.seen;
+        r.matched += d == 0 ? 1 : 0;
+      }
+      if (!std::isnan(d)) r.max = std::max(r.max, d);
     }
   }
-  return m;
+  return r;
+}
+
+double cell_diff(const Tensor3<double>& x, const Tensor3<double>& ref, const std::vector<index_t>* tokens,
+                 const Packing* real_only) {
+  return token_diff(x, ref, tokens, false, real_only, false).max;
+}
+
+double claimed_diff(const Tensor3<double>& x, const Tensor3<double>& ref, const Packing* real_only) {
+  return token_diff(x, ref, nullptr, false, real_only, true).max;
 }
 
 double ref_scale(const Tensor3<double>& ref, const Packing* real_only) {
@@ -129,6 +152,12 @@ double ErrorMap::max(CheckTensor t) const {
   return m;
 }
 
+bool ErrorMap::any_nonfinite() const {
+  for (const NonFinite& n : nonfinite_total)
+    if (n.total() > 0) return true;
+  return false;
+}
+
 ErrorMap error_map(const CpSpec& spec, const Chunks& chunks, const std::array<ClaimedTensor, kCheckTensors>& out,
                    const std::array<const Tensor3<double>*, kCheckTensors>& ref, const std::array<double, kCheckTensors>& scale) {
   ErrorMap m;
@@ -142,15 +171,20 @@ ErrorMap error_map(const CpSpec& spec, const Chunks& chunks, const std::array<Cl
     m.heads[idx(t)] = H;
     std::vector<double>& v = m.v[idx(t)];
     v.assign(sz(m.ranks * m.chunks * H), 0.0);
+    m.nonfinite[idx(t)].assign(v.size(), NonFinite{});
     for (index_t g = 0; g < x.n; ++g) {
       if (t == CheckTensor::lse && !pk.real(g)) continue;  // padding has no LSE
       const index_t cell0 = (chunks.rank_of[sz(g)] * m.chunks + chunks.chunk_of[sz(g)]) * H;
       for (index_t i = 0; i < H; ++i) {
         double& c = v[sz(cell0 + i)];
         for (index_t e = 0; e < D; ++e) {
-          const double a = x.at(g, i, e), b = r.at(g, i, e);
-          if (std::isfinite(a) && std::isfinite(b)) c = std::max(c, std::abs(a - b) / scale[idx(t)]);
-          else if (!(a == -INFINITY && b == -INFINITY)) c = INFINITY;
+          const double a = x.at(g, i, e), b = r.at(g, i, e), d = elem_diff(a, b, true);
+          if (!std::isnan(d)) {
+            c = std::max(c, d / scale[idx(t)]);
+          } else {  // a claimed NaN / inf: evidence apart, not an error
+            m.nonfinite[idx(t)][sz(cell0 + i)].add(a);
+            m.nonfinite_total[idx(t)].add(a);
+          }
         }
       }
     }
@@ -180,6 +214,29 @@ std::vector<std::string> where_lines(const ErrorMap& m, const Chunks& chunks, co
       s += local_chunks.size() == 2 ? ", both chunks" : local_chunks.count(0) ? ", first chunk only (global chunk r)" : ", second chunk only (global chunk 2P-1-r)";
     s += ", heads " + ranges(heads) + "; worst " + sci(worst) + " at rank " + num(wr) +
          (m.chunks == 2 ? " " + chunks.label(wr, wc, m.ranks) : "") + " head " + num(wi);
+    lines.push_back(s);
+  }
+  return lines;
+}
+
+std::vector<std::string> nonfinite_lines(const ErrorMap& m) {
+  std::vector<std::string> lines;
+  for (CheckTensor t : kAllCheckTensors) {
+    const NonFinite& n = m.nonfinite_total[idx(t)];
+    if (n.total() == 0) continue;
+    std::set<index_t> ranks, labels, heads;
+    for (index_t r = 0; r < m.ranks; ++r)
+      for (index_t c = 0; c < m.chunks; ++c)
+        for (index_t i = 0; i < m.heads[idx(t)]; ++i)
+          if (m.nonfinite_at(t, r, c, i).total() > 0)
+            ranks.insert(r), heads.insert(i), labels.insert(m.chunks == 2 ? (c == 0 ? r : 2 * m.ranks - 1 - r) : 0);
+    std::string kinds;
+    const std::pair<index_t, const char*> parts[] = {{n.nan, "NaN"}, {n.pos_inf, "+inf"}, {n.neg_inf, "-inf"}};
+    for (const auto& [k, name] : parts)
+      if (k > 0) kinds += (kinds.empty() ? "" : " and ") + grouped(k) + " " + name;
+    std::string s = std::string(tensor_label(t)) + " holds " + kinds + " (rank" + (ranks.size() > 1 ? "s " : " ") + ranges(ranks);
+    if (m.chunks == 2) s += std::string(", chunk") + (labels.size() > 1 ? "s " : " ") + ranges(labels);
+    s += std::string(", head") + (heads.size() > 1 ? "s " : " ") + ranges(heads) + ")";
     lines.push_back(s);
   }
   return lines;

@@ -1,6 +1,8 @@
 // faults_transform.cpp: the hypotheses whose prediction is a transform of the reference outputs
 // (hypotheses.h): tokens in another layout's order, dK / dV swapped, summed or shifted by a rank,
-// LSE in base 2, padding tokens not zero. Every prediction covers every token.
+// LSE in base 2, LSE written in another layout than the one read (a [tokens, heads] buffer, a
+// per-head stride rounded up, or per-sequence padding, read flat as (heads, tokens): issue 38),
+// padding tokens not zero. Every prediction covers every token.
 // What it is not: anything that recomputes attention (faults_recompute.cpp).
 #include <algorithm>
 #include <cmath>
@@ -133,7 +135,7 @@ void dkv_mixups(CheckContext& c) {
       for (int shift : {0, 1, -1}) {
         const Source s{what, shift};
         if (s == self || !valid(t, s)) continue;
-        const double x = cell_diff(c.data.out[idx(t)].x, source_tensor(c, s), nullptr, nullptr) / c.scale[idx(t)];
+        const double x = claimed_diff(c.data.out[idx(t)].x, source_tensor(c, s), nullptr) / c.scale[idx(t)];
         if (x < e) e = x, b = s;
       }
     return b;
@@ -144,7 +146,7 @@ void dkv_mixups(CheckContext& c) {
   test(bk, bv, "dkv:other", "dK holds the reference's " + describe(bk) + ", dV holds the reference's " + describe(bv), 29);
 }
 
-// ---- LSE in base 2, padding not zero ------------------------------------------------------------
+// ---- LSE in base 2 ------------------------------------------------------------------------------
 
 void lse_base2(CheckContext& c) {
   if (!c.present(CheckTensor::lse) || !c.worth({CheckTensor::lse}, "LSE in base 2")) return;
@@ -156,6 +158,96 @@ void lse_base2(CheckContext& c) {
   h.pred[idx(CheckTensor::lse)] = faulted(std::move(x));
   c.add(h);
 }
+
+// ---- LSE written in another layout than the one read ------------------------------------------
+
+// the claimed LSE when every file (global, or each rank's shard) was written by putting (head i,
+// file token l) at offset(i, l, file) of a flat buffer and read as its first h * n values, (h, n);
+// files[f]: the global positions of file f's tokens. Values the writer never wrote (its buffer's
+// padding) are unknown: the claimed value is kept there. Returns the prediction and the fraction of
+// real values unknown.
+template <class Offset>
+std::pair<Tensor3<double>, double> reread_lse(const CheckContext& c, const std::vector<std::vector<index_t>>& files, Offset offset) {
+  const Tensor3<double>& ref = c.ref[idx(CheckTensor::lse)];
+  const Tensor3<double>& claimed = c.data.out[idx(CheckTensor::lse)].x;
+  const Packing& pk = c.spec.packing();
+  const index_t h = ref.h;
+  Tensor3<double> x(ref.n, h, 1);
+  index_t unknown = 0, real = 0;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::vector<index_t>& pos = files[f];
+    const index_t n = static_cast<index_t>(pos.size());
+    std::vector<index_t> src(sz(h * n), -1);  // flat offset read -> i * n + l written there
+    for (index_t i = 0; i < h; ++i)
+      for (index_t l = 0; l < n; ++l) {
+        const index_t o = offset(i, l, f);
+        if (o >= 0 && o < h * n) src[sz(o)] = i * n + l;
+      }
+    for (index_t o = 0; o < h * n; ++o) {
+      const index_t i = o / n, g = pos[sz(o % n)];
+      const bool known = src[sz(o)] >= 0;
+      x.at(g, i, 0) = known ? ref.at(pos[sz(src[sz(o)] % n)], src[sz(o)] / n, 0) : claimed.at(g, i, 0);
+      if (pk.real(g)) ++real, unknown += known ? 0 : 1;
+    }
+  }
+  return {std::move(x), real > 0 ? static_cast<double>(unknown) / static_cast<double>(real) : 0.0};
+}
+
+void lse_layouts(CheckContext& c) {
+  if (!c.present(CheckTensor::lse) || !c.worth({CheckTensor::lse}, "LSE layout")) return;
+  const CpSpec& s = c.spec;
+  const index_t h = s.h();
+  const bool shards = c.data.out[idx(CheckTensor::lse)].source.find("rank{") != std::string::npos;
+  std::vector<std::vector<index_t>> files;  // each file's tokens, in its order
+  if (shards) {
+    for (index_t r = 0; r < s.P(); ++r) files.push_back(s.partition().indices(r));
+  } else {
+    files.emplace_back(sz(s.S()));
+    for (index_t g = 0; g < s.S(); ++g) files[0][sz(g)] = g;
+  }
+  const index_t n = static_cast<index_t>(files[0].size());
+  const std::string shape = shards ? "(heads, seq / cp)" : "(heads, seq)";
+  auto add = [&](const std::string& id, int priority, const std::string& name, std::pair<Tensor3<double>, double> p) {
+    if (p.second > 0.5) return;  // mostly the writer's padding: too little to tell
+    Hypothesis hy;
+    hy.id = id, hy.priority = priority, hy.name = name;
+    hy.method = "the reference's LSE written in that layout and read flat" +
+                std::string(p.second > 0 ? " (values of the writer's padding: the claimed ones kept)" : "");
+    hy.pred[idx(CheckTensor::lse)] = faulted(std::move(p.first));
+    c.add(hy);
+  };
+  if (h > 1 && n > 1)
+    add("lse_layout:transposed", 72, "LSE written as [tokens, heads] and read as " + shape + ": a transposed buffer read flat",
+        reread_lse(c, files, [&](index_t i, index_t l, size_t) { return l * h + i; }));
+  std::vector<index_t> strides;  // the per-head stride rounded up to a multiple of m (FlashAttention: 128)
+  for (index_t m : {8, 16, 32, 64, 128, 256}) {
+    const index_t L = (n + m - 1) / m * m;
+    if (L > n && std::find(strides.begin(), strides.end(), L) == strides.end()) {
+      strides.push_back(L);
+      add("lse_layout:stride_" + num(L), 73,
+          "LSE written with a per-head stride of " + num(L) + " (" + (shards ? "seq / cp" : "seq") + " = " + num(n) +
+              " rounded up to a multiple of " + num(m) + ") and read as a flat " + shape,
+          reread_lse(c, files, [&](index_t i, index_t l, size_t) { return i * L + l; }));
+    }
+  }
+  const Packing& pk = s.packing();
+  if (!s.thd() || shards || pk.num_seqs() < 2) return;
+  index_t max_real = 0, max_padded = 0;
+  for (index_t q = 0; q < pk.num_seqs(); ++q)
+    max_real = std::max(max_real, pk.length(q)),
+    max_padded = std::max(max_padded, pk.cu_seqlens_padded[sz(q + 1)] - pk.cu_seqlens_padded[sz(q)]);
+  std::vector<index_t> widths = {max_real};  // max_seqlen: of the real lengths, or of the padded ones
+  if (max_padded != max_real) widths.push_back(max_padded);
+  for (index_t M : widths)
+    add("lse_layout:per_sequence_" + num(M), 74,
+        "LSE written per sequence as (batch, heads, max_seqlen = " + num(M) + ") and read as a flat packed (heads, tokens)",
+        reread_lse(c, files, [&](index_t i, index_t g, size_t) {
+          const index_t q = pk.seq_of(g), j = g - pk.cu_seqlens_padded[sz(q)];
+          return pk.real(g) && j < M ? (q * h + i) * M + j : -1;
+        }));
+}
+
+// ---- padding not zero ----------------------------------------------------------------------------
 
 void padding_not_zero(CheckContext& c) {
   const Packing& pk = c.spec.packing();
@@ -180,6 +272,7 @@ void transform_hypotheses(CheckContext& c) {
   layout_order(c);
   dkv_mixups(c);
   lse_base2(c);
+  lse_layouts(c);
   padding_not_zero(c);
 }
 

@@ -9,26 +9,25 @@
 
 namespace cplab {
 
-namespace {
-
-// the largest |a[token g] - b[a-th token]| over tokens (b indexed by position in the list), with
-// cell_diff's convention; real_only: skip padding tokens
-double diff_at(const Tensor3<double>& a, const Tensor3<double>& b, const std::vector<index_t>& tokens, const Packing* real_only) {
-  double m = 0;
-  const index_t row = a.h * a.d;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const index_t g = tokens[i];
-    if (real_only && !real_only->real(g)) continue;
-    const double *p = a.token(g), *q = b.token(static_cast<index_t>(i));
-    for (index_t e = 0; e < row; ++e) {
-      if (std::isfinite(p[e]) && std::isfinite(q[e])) m = std::max(m, std::abs(p[e] - q[e]));
-      else if (!(p[e] == -INFINITY && q[e] == -INFINITY)) return INFINITY;
-    }
+bool HypothesisResult::predicts_nonfinite(const std::array<index_t, kCheckTensors>& counts) const {
+  bool any = false;
+  for (CheckTensor t : kAllCheckTensors) {
+    const int i = idx(t);
+    if (counts[i] == 0) continue;
+    if (nonfinite_seen[i] == 0 || nonfinite_matched[i] != nonfinite_seen[i]) return false;
+    any = true;
   }
-  return m;
+  return any;
 }
 
-}  // namespace
+bool HypothesisResult::matches_nonfinite() const {
+  index_t seen = 0;
+  for (CheckTensor t : kAllCheckTensors) {
+    if (nonfinite_matched[idx(t)] != nonfinite_seen[idx(t)]) return false;
+    seen += nonfinite_seen[idx(t)];
+  }
+  return seen > 0;
+}
 
 int HypothesisResult::unchecked() const {
   int n = 0;
@@ -57,15 +56,12 @@ HypothesisResult evaluate_hypothesis(const Hypothesis& h, const std::array<Claim
     if (p.kind == PredKind::reference) {
       r.err[i] = base_err[i], r.fault[i] = 0;
     } else if (p.kind == PredKind::faulted) {
-      const Tensor3<double>& x = out[i].x;
-      if (p.tokens.empty()) {
-        r.err[i] = cell_diff(x, p.x, nullptr, real) / scale[i];
-        r.fault[i] = cell_diff(ref[i], p.x, nullptr, real) / scale[i];
-      } else {
-        r.err[i] = diff_at(x, p.x, p.tokens, real) / scale[i];
-        r.fault[i] = diff_at(ref[i], p.x, p.tokens, real) / scale[i];
-        r.compared[i] = static_cast<index_t>(p.tokens.size());
-      }
+      const std::vector<index_t>* tokens = p.tokens.empty() ? nullptr : &p.tokens;
+      const TokenDiff e = token_diff(out[i].x, p.x, tokens, tokens != nullptr, real, true, &ref[i]);
+      r.err[i] = e.max / scale[i];
+      r.fault[i] = token_diff(ref[i], p.x, tokens, tokens != nullptr, real, false).max / scale[i];
+      r.nonfinite_seen[i] = e.seen, r.nonfinite_matched[i] = e.matched;
+      r.compared[i] = static_cast<index_t>(p.tokens.size());
     } else {
       r.fault[i] = 0;  // present, not checked
     }

@@ -8,7 +8,10 @@
 // compares the claimed outputs with the prediction, with the error map's metric (error_map.h). A
 // hypothesis explains the outputs at a level when every checked output is within that level's
 // tolerance of its prediction and the fault is visible at that level (it moves some output by more
-// than the tolerance: a fault the numbers cannot tell from "no fault" is never reported).
+// than the tolerance: a fault the numbers cannot tell from "no fault" is never reported). A claimed
+// NaN or inf (error_map.h) is left out of the errors unless the prediction holds the same value
+// there: then it matches (counted in nonfinite_matched), and a hypothesis that predicts every claimed
+// NaN / inf it meets ranks before one that leaves them unexplained.
 // The catalogue (priority: lower = more specific, reported first among equals):
 //   faults_transform.cpp  10 tokens in another layout's order; 20-29 dK / dV swapped, summed,
 //                         shifted by a rank (and the public ring package's mix-up); 70 LSE in base 2;
@@ -26,6 +29,10 @@
 //                         91-92 THD sequence bounds off by the padding
 //   faults_sinks.cpp      55 attention sinks counted k times per row instead of once (ignored: k = 0;
 //                         on every rank: k = cp; once per merged partial: k = the row's partials)
+//   faults_transform.cpp  72-74 LSE written in another layout than the one read (transposed
+//                         [tokens, heads]; a per-head stride rounded up; per-sequence padding)
+//   faults_factor.cpp     76 an output off by a constant factor (1/group, 1/cp, 2, -1, ... named);
+//                         77 off by a per-head factor (least squares against the reference)
 // and "no fault" itself (priority 100), which at a looser level than the outputs' dtypes says
 // "equivalent within float32's (bfloat16's ...) tolerance".
 // What it is not: faults to inject (tests/check_faults.h makes those, independently, for the
@@ -92,8 +99,14 @@ struct HypothesisResult {
   std::array<double, kCheckTensors> err{};    // claimed vs prediction / max|ref| (NaN: not checked or absent)
   std::array<double, kCheckTensors> fault{};  // prediction vs reference / max|ref| (how far the fault moves it)
   std::array<index_t, kCheckTensors> compared{};  // tokens compared (0: every token)
+  // claimed NaN / inf among the compared values, and those the prediction holds too (faulted only)
+  std::array<index_t, kCheckTensors> nonfinite_seen{}, nonfinite_matched{};
   int level = -1;  // the tightest level (index into the check's levels) it explains; -1: none
   int unchecked() const;  // outputs given but not checked under it
+  // it predicts the claimed NaN / inf: every output holding some (counts: error_map.h's totals) has
+  // some among its compared values, each the prediction's own value there
+  bool predicts_nonfinite(const std::array<index_t, kCheckTensors>& counts) const;
+  bool matches_nonfinite() const;  // it met claimed NaN / inf and holds each of them (the ranking's test)
 };
 
 // everything the hypotheses read: the spec, the files, the reference and the check's levels
@@ -108,10 +121,13 @@ struct CheckContext {
   std::vector<index_t> rows, keys;  // sampled tokens (sorted) for the recomputed hypotheses
   std::vector<HypothesisResult> results;
   std::vector<std::string> skipped;  // families not tested: every output they would change matches the reference
+  std::array<index_t, kCheckTensors> nonfinite{};  // claimed NaN / inf per output (error_map.h)
 
   bool present(CheckTensor t) const { return data.out[idx(t)].present; }
-  // output t was given and differs from the reference beyond its tolerance
-  bool wrong(CheckTensor t) const { return present(t) && !(base_err[idx(t)] <= levels[0].tol[idx(t)]); }
+  // output t was given and differs from the reference beyond its tolerance, or holds NaN / inf
+  bool wrong(CheckTensor t) const {
+    return present(t) && (!(base_err[idx(t)] <= levels[0].tol[idx(t)]) || nonfinite[idx(t)] > 0);
+  }
   // whether the hypotheses of a family that change only the outputs ts are worth testing: some of ts
   // is wrong (a fault that moves only right outputs cannot explain anything); if not, it is skipped
   bool worth(std::initializer_list<CheckTensor> ts, const std::string& family) {
@@ -157,5 +173,6 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
 void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
 void merge_hypotheses(CheckContext& c);      // faults_merge.cpp
 void backward_hypotheses(CheckContext& c);   // faults_backward.cpp
+void factor_hypotheses(CheckContext& c);     // faults_factor.cpp
 
 }  // namespace cplab
