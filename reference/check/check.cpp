@@ -152,6 +152,16 @@ std::vector<const HypothesisResult*> CheckReport::explaining() const {
   return v;
 }
 
+const std::vector<FaultFamily>& fault_families() {
+  static const std::vector<FaultFamily> f = {
+      {"transforms", transform_hypotheses, true},  {"recomputed", recompute_hypotheses, false},
+      {"attention rule", attn_rule_hypotheses, false}, {"sinks", sink_hypotheses, false},
+      {"ring merge", merge_hypotheses, false},      {"ring backward", backward_hypotheses, false},
+      {"factors", factor_hypotheses, true},
+  };
+  return f;
+}
+
 CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOptions& options) {
   CheckReport rep;
   rep.spec = spec;
@@ -207,13 +217,13 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   if (!rep.equivalent) {
     c.rows = c.keys = sample_tokens(spec, c.chunks, std::max<index_t>(2, options.samples_per_chunk));
     rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
-    transform_hypotheses(c);
-    recompute_hypotheses(c);
-    attn_rule_hypotheses(c);
-    sink_hypotheses(c);
-    merge_hypotheses(c);
-    backward_hypotheses(c);
-    factor_hypotheses(c);
+    const std::vector<FaultFamily>& families = fault_families();
+    for (size_t f = 0; f < families.size(); ++f) {
+      c.family = static_cast<int>(f);
+      families[f].run(c);
+    }
+    c.family = -1;
+    if (none.level < 0) rep.pairs = pair_hypotheses(c, options.pair_budget_seconds);
   }
   c.results.push_back(none);
   rank_hypotheses(c.results, c.levels);

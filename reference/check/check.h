@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "check/hypotheses.h"
+#include "check/pairs.h"
 #include "infer/infer_spec.h"
 
 namespace cplab {
@@ -37,6 +38,7 @@ namespace cplab {
 struct CheckOptions {
   std::optional<double> tolerance;  // every output's tolerance (default: by its dtype)
   index_t samples_per_chunk = 16;   // sampled rows (and keys) per rank chunk for recomputed hypotheses
+  double pair_budget_seconds = 4;   // the pair search beyond the suggested pairs stops after this (pairs.h)
 };
 
 // d s_h (dsinks.npy) against the reference's, with --sinks and the gradients: one vector (heads), so
@@ -67,6 +69,7 @@ struct CheckReport {
   Chunks chunks;
   std::vector<HypothesisResult> hypotheses;  // every one tested, those that explain first (best first)
   std::vector<std::string> skipped;          // families not tested: every output they change matches the reference
+  PairSearch pairs;                          // two faults at once, when no single one explains (pairs.h)
   std::vector<std::string> where;           // where the error lives (outputs above tolerance)
   bool equivalent = false;
   bool outputs_equivalent = false;  // O, LSE, dQ, dK, dV (all but d s_h) within their tolerances

@@ -81,6 +81,9 @@ void evidence(std::ostream& o, const CheckReport& r, const HypothesisResult& h, 
     }
     const bool ok = level >= 0 && h.err[i] <= r.levels[sz(level)].tol[i];
     if (h.kind[i] == PredKind::reference) o << "as the reference, error " << sci(h.err[i]);
+    else if (!h.pair_a.empty())  // two faults: each one's share
+      o << "as the two faults predict, error " << sci(h.err[i]) << " (fault 1 moves it " << sci(h.moved_a[i]) << ", then fault 2 "
+        << sci(h.moved_b[i]) << ")";
     else o << "as the fault predicts, error " << sci(h.err[i]) << " (the fault itself moves it " << sci(h.fault[i]) << ")";
     if (h.compared[i] > 0) o << " at " << h.compared[i] << " sampled tokens";
     o << (level >= 0 ? (ok ? "" : "  ABOVE TOLERANCE") : "") << "\n";
@@ -135,6 +138,10 @@ std::string check_text(const CheckReport& r) {
       for (size_t k = 0; k < r.skipped.size(); ++k) o << (k ? ", " : " ") << r.skipped[k];
       o << ")";
     }
+    if (r.pairs.ran)
+      o << "; " << r.pairs.tried << " pairs of two faults tried (no single fault explains them: " << r.pairs.firsts.size()
+        << " faults tried first, " << r.pairs.suggested << " of them suggested by their partial fits"
+        << (r.pairs.budget_cut ? ", the rest cut by the time budget" : "") << ")";
     const std::string them = r.map.any_nonfinite() ? " the finite values" : " them";  // NaN / inf: listed above
     o << "; " << (ex.empty() ? "none explains every output\n" : std::to_string(ex.size()) + " explain" + (ex.size() == 1 ? "s" : "") + them + ":\n");
     int n = 0;
@@ -267,9 +274,17 @@ nlohmann::json check_json(const CheckReport& r) {
                             {"compared_tokens", h.compared[i] > 0 ? json(h.compared[i]) : json("all")},
                             {"nonfinite_seen", h.nonfinite_seen[i]}, {"nonfinite_matched", h.nonfinite_matched[i]}};
     }
+    json pair = nullptr;  // two faults: their ids and how far each moves every output (pairs.h)
+    if (!h.pair_a.empty()) {
+      json ma = json::object(), mb = json::object();
+      for (CheckTensor t : kAllCheckTensors)
+        if (r.out[idx(t)].present) ma[tensor_key(t)] = number(h.moved_a[idx(t)]), mb[tensor_key(t)] = number(h.moved_b[idx(t)]);
+      pair = {{"first", h.pair_a}, {"second", h.pair_b}, {"moved_by_first", ma}, {"moved_by_second", mb}};
+    }
     diag.push_back({{"id", h.id}, {"name", h.name}, {"method", h.method}, {"priority", h.priority}, {"explains", h.level >= 0},
                     {"spec_hint", h.spec_hint.empty() ? json(nullptr) : json(h.spec_hint)},
-                    {"level", h.level >= 0 ? json(r.levels[sz(h.level)].name) : json(nullptr)}, {"outputs", per}});
+                    {"level", h.level >= 0 ? json(r.levels[sz(h.level)].name) : json(nullptr)}, {"outputs", per},
+                    {"pair", pair}});
   }
   j["diagnosis"] = diag;
   json labels = json::array(), maps = json::object();
@@ -303,6 +318,9 @@ nlohmann::json check_json(const CheckReport& r) {
   j["where"] = r.where;
   j["nonfinite"] = nonfinite_lines(r.map);
   j["skipped_families"] = r.skipped;
+  j["pair_search"] = r.pairs.ran ? json{{"tried", r.pairs.tried}, {"first_faults", r.pairs.firsts}, {"suggested", r.pairs.suggested},
+                                         {"budget_cut", r.pairs.budget_cut}, {"seconds", r.pairs.seconds}}
+                                  : json(nullptr);
   j["sampled_rows"] = r.sampled_rows;
   j["sampled_keys"] = r.sampled_keys;
   j["reference_seconds"] = r.reference_seconds;

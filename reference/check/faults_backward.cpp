@@ -60,7 +60,7 @@ void per_step_statistics(CheckContext& c, const std::vector<RowsOut>& parts, boo
   h.pred[idx(CheckTensor::dq)] = at(c.rows, std::move(dq));
   h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
   HypothesisResult r = c.evaluate(h);
-  if (r.level >= 0) {  // it fits dQ: dK and dV at the sampled tail keys, block by block
+  if (c.next_stage(r.level >= 0)) {  // it fits dQ: dK and dV at the sampled tail keys, block by block
     const auto [keys, queries] = tail_keys(c, truth);
     const RowsOut qfin{gather(c.ref[idx(CheckTensor::o)], queries), gather(c.ref[idx(CheckTensor::lse)], queries)};
     const index_t nk = static_cast<index_t>(keys.size());
@@ -84,7 +84,7 @@ void per_step_statistics(CheckContext& c, const std::vector<RowsOut>& parts, boo
     h.pred[idx(CheckTensor::dv)] = at(keys, std::move(dv));
     r = c.evaluate(h);
   }
-  c.results.push_back(r);
+  c.keep(h, r);
 }
 
 // the stale-KV backward: at step i rank r reads the K, V of step 0's block (previous false) or of

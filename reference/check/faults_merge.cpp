@@ -120,12 +120,12 @@ void merge_hypotheses(CheckContext& c) {
     h.pred[idx(CheckTensor::lse)] = at(c.rows, x.lse);
     if (bwd) h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
     HypothesisResult r = c.evaluate(h);
-    if (r.level >= 0 && bwd) {  // it fits O and LSE: dQ from the faulted O (what the backward reads)
+    if (c.next_stage(r.level >= 0) && bwd) {  // it fits O and LSE: dQ from the faulted O (what the backward reads)
       h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(s, c.data.in, true_rule(s), c.rows, x));
       h.method += "; dQ from the faulted O; dK, dV not checked";
       r = c.evaluate(h);
     }
-    c.results.push_back(r);
+    c.keep(h, r);
   }
 }
 

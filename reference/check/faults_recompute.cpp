@@ -37,7 +37,11 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
   std::sort(by_end.begin(), by_end.end());
   std::vector<index_t> keys, queries;
   for (size_t a = 0; a < by_end.size() && a < 16; ++a) keys.push_back(by_end[a].second);
+  const size_t picked = keys.size();
+  for (const std::vector<index_t>& src : c.token_maps)  // a pair search's re-run: the keys a transform reads too
+    for (size_t a = 0; a < picked; ++a) keys.push_back(src[sz(keys[a])]);
   std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for (index_t g = 0; g < c.spec.S(); ++g) {
     const KeyRange r = visible_keys(c.spec, rule, g);
     const auto it = std::lower_bound(keys.begin(), keys.end(), r.lo);
@@ -48,6 +52,7 @@ std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckConte
 
 void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, const std::string& name, int priority,
                 const std::string& spec_hint) {
+  if (!c.wants(id)) return;
   const bool bwd = c.present(CheckTensor::dq);
   const RowsOut f = forward_at(c.spec, c.data.in, rule, c.rows);
   Hypothesis h;
@@ -64,13 +69,13 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
     return true;
   };
   HypothesisResult r = c.evaluate(h);
-  if (fits(r) && bwd) {
+  if (c.next_stage(fits(r)) && bwd) {
     h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));
     r = c.evaluate(h);
   } else if (bwd) {
     h.method += " (dQ, dK, dV not recomputed: O and LSE already differ from the fault's)";
   }
-  if (fits(r) && bwd) {  // it fits so far: dK and dV at the sampled tail keys
+  if (c.next_stage(fits(r)) && bwd) {  // it fits so far: dK and dV at the sampled tail keys
     const auto [keys, queries] = tail_keys(c, rule);
     const RowsOut full = forward_at(c.spec, c.data.in, rule, queries);
     const KeyGrads g = dkv_at(c.spec, c.data.in, rule, queries, full, keys);
@@ -80,7 +85,7 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
     h.pred[idx(CheckTensor::dv)] = at(keys, g.dv);
     r = c.evaluate(h);
   }
-  c.results.push_back(r);
+  c.keep(h, r);
 }
 
 namespace {

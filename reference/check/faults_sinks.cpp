@@ -159,7 +159,7 @@ void sink_hypotheses(CheckContext& c) {
   for (CheckTensor t : {CheckTensor::dq, CheckTensor::dk, CheckTensor::dv})
     if (bwd) h.pred[idx(t)].kind = PredKind::unchecked;
   HypothesisResult r = c.evaluate(h);
-  if (r.level >= 0 && bwd) {  // it fits so far: the backward of this forward, dQ at the rows, dK, dV at the tail keys
+  if (c.next_stage(r.level >= 0) && bwd) {  // it fits so far: the backward of this forward, dQ at the rows, dK, dV at the tail keys
     const AttnRule truth = true_rule(s);
     const RowsOut at_rows{gather(f.o, c.rows), gather(f.lse, c.rows)};
     const auto [keys, queries] = tail_keys(c, truth);
@@ -175,7 +175,7 @@ void sink_hypotheses(CheckContext& c) {
                 num(static_cast<index_t>(keys.size())) + " keys: the backward of that forward";
     r = c.evaluate(h);
   }
-  c.results.push_back(r);
+  c.keep(h, r);
 }
 
 }  // namespace cplab

@@ -14,6 +14,34 @@
 
 namespace cplab {
 
+std::optional<std::vector<index_t>> layout_source(const CpSpec& spec, Layout held, Layout placed) {
+  const std::vector<index_t>& cu = spec.partition().cu_padded();
+  std::optional<Partition> ph, pp;
+  try {
+    ph.emplace(held, cu, spec.P());
+    pp.emplace(placed, cu, spec.P());
+  } catch (const Error&) {
+    return std::nullopt;  // the sequence lengths do not fit that layout
+  }
+  std::vector<index_t> src(sz(spec.S()));
+  for (index_t g = 0; g < spec.S(); ++g) {
+    const RankLocal rl = pp->owner(g);
+    src[sz(g)] = ph->global(rl.rank, rl.local);
+  }
+  return src;
+}
+
+std::vector<index_t> rank_shift_source(const CpSpec& spec, index_t shift) {
+  const Partition& part = spec.partition();
+  const index_t P = spec.P();
+  std::vector<index_t> src(sz(spec.S()));
+  for (index_t g = 0; g < spec.S(); ++g) {
+    const RankLocal rl = part.owner(g);
+    src[sz(g)] = part.global(((rl.rank + shift) % P + P) % P, rl.local);
+  }
+  return src;
+}
+
 namespace {
 
 // ---- tokens in another layout's order ----------------------------------------------------------
@@ -23,23 +51,13 @@ namespace {
 void layout_order(CheckContext& c) {
   const CpSpec& spec = c.spec;
   if (!c.worth({CheckTensor::o, CheckTensor::lse, CheckTensor::dq, CheckTensor::dk, CheckTensor::dv}, "layout order")) return;
-  const std::vector<index_t>& cu = spec.partition().cu_padded();
   const Layout all[] = {Layout::contiguous, Layout::zigzag, Layout::striped};
   for (Layout held : all)
     for (Layout placed : all) {
       if (held == placed) continue;
-      std::optional<Partition> ph, pp;
-      try {
-        ph.emplace(held, cu, spec.P());
-        pp.emplace(placed, cu, spec.P());
-      } catch (const Error&) {
-        continue;  // the sequence lengths do not fit that layout
-      }
-      std::vector<index_t> src(sz(spec.S()));
-      for (index_t g = 0; g < spec.S(); ++g) {
-        const RankLocal rl = pp->owner(g);
-        src[sz(g)] = ph->global(rl.rank, rl.local);
-      }
+      const std::optional<std::vector<index_t>> from = layout_source(spec, held, placed);
+      if (!from) continue;
+      const std::vector<index_t>& src = *from;
       Hypothesis h;
       const std::string H = to_string(held), Pl = to_string(placed);
       h.id = "layout_order:" + H + "_placed_as_" + Pl;
@@ -86,11 +104,10 @@ Tensor3<double> source_tensor(const CheckContext& c, Source s) {
   const Tensor3<double>& dv = c.ref[idx(CheckTensor::dv)];
   const Tensor3<double>& base = s.what == 1 ? dv : dk;
   Tensor3<double> x(base.n, base.h, base.d);
-  const Partition& part = c.spec.partition();
-  const index_t P = c.spec.P(), row = base.h * base.d;
+  const std::vector<index_t> src = rank_shift_source(c.spec, s.shift);
+  const index_t row = base.h * base.d;
   for (index_t g = 0; g < base.n; ++g) {
-    const RankLocal rl = part.owner(g);
-    const index_t from = part.global(((rl.rank + s.shift) % P + P) % P, rl.local);
+    const index_t from = src[sz(g)];
     for (index_t e = 0; e < row; ++e)
       x.token(g)[e] = s.what == 0 ? dk.token(from)[e] : s.what == 1 ? dv.token(from)[e] : dk.token(from)[e] + dv.token(from)[e];
   }

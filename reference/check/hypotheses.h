@@ -41,6 +41,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +103,11 @@ struct HypothesisResult {
   // claimed NaN / inf among the compared values, and those the prediction holds too (faulted only)
   std::array<index_t, kCheckTensors> nonfinite_seen{}, nonfinite_matched{};
   int level = -1;  // the tightest level (index into the check's levels) it explains; -1: none
+  int family = -1;  // the family that made it (fault_families() index; -1: none, a pair)
+  // a pair of faults (pairs.h): the two faults' ids, and how far each moves every output / max|ref|
+  // (the first against the reference, the second against the first's prediction); empty otherwise
+  std::string pair_a, pair_b;
+  std::array<double, kCheckTensors> moved_a{}, moved_b{};
   int unchecked() const;  // outputs given but not checked under it
   // it predicts the claimed NaN / inf: every output holding some (counts: error_map.h's totals) has
   // some among its compared values, each the prediction's own value there
@@ -122,6 +128,16 @@ struct CheckContext {
   std::vector<HypothesisResult> results;
   std::vector<std::string> skipped;  // families not tested: every output they would change matches the reference
   std::array<index_t, kCheckTensors> nonfinite{};  // claimed NaN / inf per output (error_map.h)
+  // the pair search's re-runs (pairs.h): the family running now (its results say so), the one
+  // hypothesis wanted (empty: all), where to keep the hypotheses themselves (null: nowhere), and
+  // token maps src (S) whose images tail_keys adds to the keys it picks (a fault composed with them)
+  int family = -1;
+  std::string only_id = "";
+  std::vector<Hypothesis>* capture = nullptr;
+  std::vector<std::vector<index_t>> token_maps = {};
+  bool all_stages = false;  // a re-run: every stage of a staged hypothesis computed, fit or not
+  // a staged hypothesis's next stage is worth computing: r fits so far (or all_stages)
+  bool next_stage(bool fits_so_far) const { return fits_so_far || all_stages; }
 
   bool present(CheckTensor t) const { return data.out[idx(t)].present; }
   // output t was given and differs from the reference beyond its tolerance, or holds NaN / inf
@@ -130,14 +146,25 @@ struct CheckContext {
   }
   // whether the hypotheses of a family that change only the outputs ts are worth testing: some of ts
   // is wrong (a fault that moves only right outputs cannot explain anything); if not, it is skipped
-  bool worth(std::initializer_list<CheckTensor> ts, const std::string& family) {
+  bool worth(std::initializer_list<CheckTensor> ts, const std::string& what) {
     for (CheckTensor t : ts)
       if (wrong(t)) return true;
-    skipped.push_back(family);
+    skipped.push_back(what);
     return false;
   }
   HypothesisResult evaluate(const Hypothesis& h) const;
-  HypothesisResult& add(const Hypothesis& h) { return results.emplace_back(evaluate(h)); }
+  // whether a family should compute hypothesis id (a re-run wants one only)
+  bool wants(const std::string& id) const { return only_id.empty() || only_id == id; }
+  // r (h's evaluation) added to the results, h kept where capture points (a re-run)
+  void keep(const Hypothesis& h, HypothesisResult r) {
+    if (!wants(h.id)) return;
+    r.family = family;
+    if (capture) capture->push_back(h);
+    results.push_back(std::move(r));
+  }
+  void add(const Hypothesis& h) {
+    if (wants(h.id)) keep(h, evaluate(h));
+  }
 };
 
 // what CheckContext::evaluate does, for any claimed outputs (the inference check, infer_check.h,
@@ -156,11 +183,17 @@ std::vector<index_t> sample_tokens(const CpSpec& spec, const Chunks& chunks, ind
 Prediction reference_at(const CheckContext& c, CheckTensor t, const std::vector<index_t>& tokens);
 
 // the sampled keys to check dK, dV with under rule, and the queries that see them: the 16 sampled
-// keys nearest the end of their sequence (under a causal mask only the queries after a key see it,
+// keys nearest the end of their sequence (and, in a pair search's re-run, their images under
+// c.token_maps) (under a causal mask only the queries after a key see it,
 // so the O and LSE of a tail of the queries suffice; without a mask every query sees every key)
 std::pair<std::vector<index_t>, std::vector<index_t>> tail_keys(const CheckContext& c, const AttnRule& rule);
 
 void transform_hypotheses(CheckContext& c);  // faults_transform.cpp
+// the token maps of the transforms (faults_transform.cpp): src (S) with out[g] = ref[src[g]]: a
+// rank's buffer holding layout held's tokens placed at layout placed's positions (none when the
+// lengths do not fit a layout); every token from the rank `shift` after its own, same local index
+std::optional<std::vector<index_t>> layout_source(const CpSpec& spec, Layout held, Layout placed);
+std::vector<index_t> rank_shift_source(const CpSpec& spec, index_t shift);
 void recompute_hypotheses(CheckContext& c);  // faults_recompute.cpp
 void attn_rule_hypotheses(CheckContext& c);  // faults_rules.cpp
 
@@ -174,5 +207,14 @@ void sink_hypotheses(CheckContext& c);       // faults_sinks.cpp
 void merge_hypotheses(CheckContext& c);      // faults_merge.cpp
 void backward_hypotheses(CheckContext& c);   // faults_backward.cpp
 void factor_hypotheses(CheckContext& c);     // faults_factor.cpp
+
+// the families above in the order run_check runs them; transform: its predictions are transforms of
+// c.ref (every token), so a pair search can apply it to another fault's prediction (pairs.h)
+struct FaultFamily {
+  const char* name;
+  void (*run)(CheckContext&);
+  bool transform;
+};
+const std::vector<FaultFamily>& fault_families();
 
 }  // namespace cplab
