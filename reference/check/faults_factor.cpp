@@ -8,6 +8,7 @@
 // What it is not: faults that change some tokens or rows only (faults_transform.cpp, faults_sinks.cpp).
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "check/hypotheses.h"
@@ -50,8 +51,11 @@ std::vector<Special> specials(const CpSpec& s, CheckTensor t) {
   return v;
 }
 
-// the largest |x - f ref| over head i's finite claimed values (i < 0: every head), / scale
-double head_err(const Tensor3<double>& x, const Tensor3<double>& ref, index_t i, double f, const Packing* real, double scale) {
+// the largest |x - f ref| over head i's finite claimed values (i < 0: every head), / scale; the scan
+// stops once it is above stop (then the value returned is only known to be above it)
+double head_err(const Tensor3<double>& x, const Tensor3<double>& ref, index_t i, double f, const Packing* real, double scale,
+                double stop = std::numeric_limits<double>::infinity()) {
+  const double limit = stop * scale;
   double m = 0;
   for (index_t g = 0; g < x.n; ++g) {
     if (real && !real->real(g)) continue;
@@ -60,6 +64,7 @@ double head_err(const Tensor3<double>& x, const Tensor3<double>& ref, index_t i,
         if (std::isnan(ref.at(g, k, e))) continue;  // a value the base does not know (a pair search, pairs.h)
         const double d = elem_diff(x.at(g, k, e), f * ref.at(g, k, e), true);
         if (!std::isnan(d)) m = std::max(m, d);
+        if (m > limit) return m / scale;
       }
   }
   return m / scale;
@@ -91,7 +96,7 @@ double snapped(const CheckContext& c, CheckTensor t, index_t i, int* named) {
   *named = -1;
   for (const CheckLevel& L : c.levels) {
     for (size_t k = 0; k < sp.size(); ++k)
-      if (head_err(x, r, i, sp[k].v, real, c.scale[idx(t)]) <= L.tol[idx(t)]) {
+      if (head_err(x, r, i, sp[k].v, real, c.scale[idx(t)], L.tol[idx(t)]) <= L.tol[idx(t)]) {
         *named = static_cast<int>(k);
         return sp[k].v;
       }
@@ -116,12 +121,12 @@ void factor_hypotheses(CheckContext& c) {
     const Tensor3<double>& r = c.ref[i];
     const std::vector<Special> sp = specials(c.spec, t);
     const Packing* real = t == CheckTensor::lse ? &c.spec.packing() : nullptr;
-    if (t == CheckTensor::lse && head_err(c.data.out[i].x, r, -1, 1.0 / std::log(2.0), real, c.scale[i]) <= tol)
+    if (t == CheckTensor::lse && head_err(c.data.out[i].x, r, -1, 1.0 / std::log(2.0), real, c.scale[i], tol) <= tol)
       continue;  // LSE / ln 2: LSE in base 2, named by faults_transform.cpp
     int named = -1;
     const double f = snapped(c, t, -1, &named);
     std::vector<double> fh(sz(r.h), f);
-    if (head_err(c.data.out[i].x, r, -1, f, real, c.scale[i]) <= tol) {
+    if (head_err(c.data.out[i].x, r, -1, f, real, c.scale[i], tol) <= tol) {
       if (f == 1.0) continue;  // no factor: this output is wrong some other way
       std::string key = fmt(f), means;  // every reading of a special value (1/4 may be 1/group and 1/cp)
       for (size_t k = 1; named > 0 && k < sp.size(); ++k)

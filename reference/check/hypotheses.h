@@ -136,6 +136,9 @@ struct CheckContext {
   std::vector<Hypothesis>* capture = nullptr;
   std::vector<std::vector<index_t>> token_maps = {};
   bool all_stages = false;  // a re-run: every stage of a staged hypothesis computed, fit or not
+  // a pair's transforms: the outputs the first fault explains, which a transform must leave alone
+  // (a family whose every hypothesis moves one of them is not run)
+  std::array<bool, kCheckTensors> frozen{};
   // a staged hypothesis's next stage is worth computing: r fits so far (or all_stages)
   bool next_stage(bool fits_so_far) const { return fits_so_far || all_stages; }
 

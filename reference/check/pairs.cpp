@@ -15,39 +15,45 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// the outputs r explains (present, predicted, within the loosest level, moved beyond the tightest
-// tolerance) and whether it misses some (present and wrong under it, or not checked)
+// the outputs r explains at the tightest level (present, predicted, within its tolerance, moved
+// beyond it) and whether it misses some there (present and wrong under it, or not checked)
 int explained(const CheckContext& c, const HypothesisResult& r, bool& misses) {
   int n = 0;
   misses = false;
-  const CheckLevel& loose = c.levels.back();
   for (CheckTensor t : kAllCheckTensors) {
     const int i = idx(t);
     if (!c.present(t)) continue;
-    const bool fits = r.kind[i] != PredKind::unchecked && r.err[i] <= loose.tol[i];
+    const bool fits = r.kind[i] != PredKind::unchecked && r.err[i] <= c.levels[0].tol[i];
     if (fits && r.fault[i] > c.levels[0].tol[i]) ++n;
     if (!fits && c.wrong(t)) misses = true;
   }
   return n;
 }
 
-// the token maps the transforms read through: other layouts' orders and a rank either side
-std::vector<std::vector<index_t>> transform_maps(const CpSpec& s) {
+// the token maps a transform that could fix what A misses reads through (out[g] = in[src[g]]):
+// other layouts' orders (every output), a rank either side (dK, dV mixed up), an LSE written
+// [tokens, heads] and read (heads, tokens) (head i of token g reads token (i S + g) / h); for the
+// query rows (O, LSE, dQ) or the keys (dK, dV)
+std::vector<std::vector<index_t>> transform_maps(const CpSpec& s, bool layouts, bool shifts, bool lse) {
   std::vector<std::vector<index_t>> maps;
   const Layout all[] = {Layout::contiguous, Layout::zigzag, Layout::striped};
   for (Layout held : all)
     for (Layout placed : all)
-      if (held != placed)
+      if (layouts && held != placed)
         if (auto m = layout_source(s, held, placed)) maps.push_back(std::move(*m));
-  if (s.P() > 1) maps.push_back(rank_shift_source(s, 1));
-  if (s.P() > 2) maps.push_back(rank_shift_source(s, -1));
-  // an LSE written [tokens, heads] and read (heads, tokens): head i of token g reads token (i S + g) / h
-  for (index_t i = 0; i < s.h(); ++i) {
+  if (shifts && s.P() > 1) maps.push_back(rank_shift_source(s, 1));
+  if (shifts && s.P() > 2) maps.push_back(rank_shift_source(s, -1));
+  for (index_t i = 0; lse && i < s.h(); ++i) {
     std::vector<index_t> m(sz(s.S()));
     for (index_t g = 0; g < s.S(); ++g) m[sz(g)] = (i * s.S() + g) / s.h();
     maps.push_back(std::move(m));
   }
   return maps;
+}
+
+// output t is wrong under A's prediction at the tightest level (or A does not predict it)
+bool missed(const CheckContext& c, const HypothesisResult& a, CheckTensor t) {
+  return c.wrong(t) && !(a.kind[idx(t)] != PredKind::unchecked && a.err[idx(t)] <= c.levels[0].tol[idx(t)]);
 }
 
 std::vector<index_t> with_images(const std::vector<index_t>& tokens, const std::vector<std::vector<index_t>>& maps) {
@@ -120,10 +126,10 @@ double moved(const Prediction& p, const Tensor3<double>& base, double scale) {
 PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
   PairSearch out;
   const auto t0 = Clock::now();
-  for (const HypothesisResult& r : c.results) {  // a single fault explains them, leaving no wrong output unchecked
+  for (const HypothesisResult& r : c.results) {  // a single fault explains them at the tightest level, none left unchecked
     bool open = false;
     for (CheckTensor t : kAllCheckTensors) open = open || (c.wrong(t) && r.kind[idx(t)] == PredKind::unchecked);
-    if (r.level >= 0 && r.family >= 0 && !open) return out;
+    if (r.level == 0 && r.family >= 0 && !open) return out;
   }
   out.ran = true;
   // the first faults: the suggested ones (most outputs explained first), then the rest by priority
@@ -139,7 +145,6 @@ PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
     return a.second->priority < b.second->priority;
   });
   const std::vector<FaultFamily>& families = fault_families();
-  const std::vector<std::vector<index_t>> maps = transform_maps(c.spec);
   std::vector<HypothesisResult> pairs;
   for (const auto& [suggested, ar] : firsts) {
     if (suggested == 0) {  // the suggested pairs are done: the rest only if none explains, and while time lasts
@@ -152,12 +157,17 @@ PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
     }
     out.suggested += suggested > 0 ? 1 : 0;
     out.firsts.push_back(ar->id);
-    // A alone, again, keeping its prediction: at the samples and the tokens the transforms read
+    // A alone, again, keeping its prediction: at the samples and the tokens the transforms that could
+    // fix what A misses read
+    const bool m_rows = missed(c, *ar, CheckTensor::o) || missed(c, *ar, CheckTensor::lse) || missed(c, *ar, CheckTensor::dq);
+    const bool m_keys = missed(c, *ar, CheckTensor::dk) || missed(c, *ar, CheckTensor::dv);
+    const auto row_maps = transform_maps(c.spec, m_rows, m_rows, missed(c, *ar, CheckTensor::lse));
+    const auto key_maps = transform_maps(c.spec, m_rows, m_keys, false);
     std::vector<Hypothesis> kept;
     CheckContext ca = c;
     ca.results.clear(), ca.skipped.clear();
-    ca.only_id = ar->id, ca.capture = &kept, ca.family = ar->family, ca.token_maps = maps, ca.all_stages = true;
-    ca.rows = with_images(c.rows, maps), ca.keys = with_images(c.keys, maps);
+    ca.only_id = ar->id, ca.capture = &kept, ca.family = ar->family, ca.token_maps = key_maps, ca.all_stages = true;
+    ca.rows = with_images(c.rows, row_maps), ca.keys = with_images(c.keys, key_maps);
     families[sz(ar->family)].run(ca);
     if (kept.empty()) continue;
     const Hypothesis& a = kept.front();
@@ -168,6 +178,8 @@ PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
     CheckContext cb = c;
     cb.ref = base_of(c, a);
     cb.results.clear(), cb.skipped.clear(), cb.capture = &bs;
+    for (CheckTensor t : kAllCheckTensors)  // the transforms' families run for what A misses only (CheckContext::worth)
+      if (!missed(c, *ar, t)) cb.base_err[idx(t)] = 0, cb.nonfinite[idx(t)] = 0, cb.frozen[idx(t)] = c.wrong(t);
     for (size_t f = 0; f < families.size(); ++f)
       if (families[f].transform) {
         cb.family = static_cast<int>(f);

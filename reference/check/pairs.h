@@ -1,7 +1,9 @@
 // pairs.h: two faults at once, the pair search of cplab check (issue 38).
 //
-// What it is: pair_hypotheses, run when no single fault explains the outputs (or every one that does
-// leaves a wrong output unchecked: a pair that checks it then ranks first, hypotheses.h's ranking). A pair (A, B) is a
+// What it is: pair_hypotheses, run when no single fault explains the outputs at the tightest level
+// with every wrong output checked (one that explains them only within a looser dtype's tolerance, or
+// leaves a wrong output unchecked, may be a second fault's cover: a pair that does better ranks
+// first, check.h's ranking). A pair (A, B) is a
 // fault A (any family of hypotheses.h), then a fault B of a transform family (tokens out of order,
 // dK / dV mixed up, LSE in base 2 or another layout, padding, an output off by a factor) applied to
 // A's prediction instead of the reference: the order the data flows (A computes the outputs wrongly,
