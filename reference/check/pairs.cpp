@@ -186,7 +186,10 @@ PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
         families[f].run(cb);
       }
     for (const Hypothesis& b : bs) {
-      if (b.id == a.id) continue;
+      const bool seen = std::any_of(pairs.begin(), pairs.end(), [&](const HypothesisResult& x) {  // (B, A): two transforms commute
+        return x.pair_a == b.id && x.pair_b == a.id;
+      });
+      if (b.id == a.id || seen) continue;
       Hypothesis p;
       p.id = a.id + " + " + b.id;
       p.name = "two faults: (1) " + a.name + "; then (2) " + b.name;
