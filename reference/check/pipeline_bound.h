@@ -10,9 +10,11 @@
 //   bound[t] = max(kPipelineMargin x emulated[t], kPipelineFloorUlps x unit roundoff of accumulate, 1e-10)
 // kPipelineMargin = 2: another correct implementation rounds in another order (a fold of the
 // partials instead of a running sum, another tile order); its error is of the same size, not the
-// same value (tests/test_check_precision.cpp measures an independent fold's error at 0.3-1x the
-// emulated one), and the margin covers that. The floor keeps a bound of an output the pipeline
-// hardly rounds (an LSE in fp32, a double run) above a few ulps of the arithmetic.
+// same value, and the margin covers that (tests/test_check_precision.cpp: an independent fold's
+// elements differ from the emulated ring's by up to one bf16 step, its error is 1.0x the emulated
+// one at cp 2, 8 and 32: the largest error is the rounding of the largest values, which both make
+// alike). The floor keeps the bound of an output the pipeline hardly rounds (an LSE in fp32, a
+// double run) above a few ulps of the arithmetic.
 // Per output, not per error-map cell: a cell's error is the largest of a few hundred roundings and
 // another rounding order moves it by more than the output's largest (the largest over thousands) is
 // moved; a bound per cell would fail correct implementations on their quiet cells. A fault in one
