@@ -17,9 +17,10 @@
 // double run) above a few ulps of the arithmetic.
 // Per output, not per error-map cell: a cell's error is the largest of a few hundred roundings and
 // another rounding order moves it by more than the output's largest (the largest over thousands) is
-// moved; a bound per cell would fail correct implementations on their quiet cells. A fault in one
-// head at k x the bound is still k x above it in its cells (a per-head plant of 3x is caught: the
-// test plants one).
+// moved: two correct bf16 rings (cp 32 and cp 8, seq 1024, --backward, mapped at cp 8) differ by up
+// to 4.2x in a cell but at most 1.33x per output (docs/check.md); a bound per cell would fail
+// correct implementations on their quiet cells. A fault in one head at k x the bound is still k x
+// above it in its cells (a per-head plant of 3x is caught: the test plants one).
 // pipeline_levels puts the bound first among the check's levels (CheckLevel named "a correct ring
 // (inputs=bf16,...) at cp 8"), the dtype levels after it where looser; pipeline_verdict words the
 // verdict ("equivalent (within the error a correct ... has on these inputs: O 6.2e-03, ...)" or
