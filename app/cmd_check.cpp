@@ -3,7 +3,9 @@
 // What it is: the CP-layer options of cplab run (cp_options.h, the same registration and rules),
 // --inputs DIR (q.npy, k.npy, v.npy, optional do.npy; sinks.npy with --sinks unless --sink-logits
 // names the file), --outputs DIR (o.npy, lse.npy, dq.npy, dk.npy, dv.npy, optional dsinks.npy with
-// --sinks, or rank{r}/ shards), --tolerance, --json, --out FILE.png (the heat map, drawn by cplab-viz:
+// --sinks, or rank{r}/ shards), --tolerance, --precision STAGES (the tolerance is then the error a
+// correct implementation with that pipeline has on these inputs: check/pipeline_bound.h; not with
+// --tolerance or --kv-cache), --json, --out FILE.png (the heat map, drawn by cplab-viz:
 // viz_render.h); the sizes come from the input files (a
 // size also given must agree, and --cu-seqlens must pack exactly the files' tokens); the run's
 // limits (memory, CPU work) are checked before any data is read. The check itself, its report and
@@ -15,6 +17,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "check/check.h"
 #include "cmd_check_infer.h"
@@ -34,13 +37,23 @@ namespace {
 struct CheckCmdOptions {
   CpOptions cp;
   InferOptions infer;  // --kv-cache: an inference step's outputs (cmd_check_infer.cpp)
-  std::string inputs, outputs, png;
+  std::string inputs, outputs, png, precision;
   double tolerance = 0;
   bool json = false, allow_long = false;
   CLI::Option* tolerance_opt = nullptr;
+  CLI::Option* precision_opt = nullptr;
 };
 
 int check_action(CheckCmdOptions& o) {
+  std::optional<Precision> prec;  // --precision: parsed first, its rules before any file is read
+  if (o.precision_opt->count() > 0) {
+    prec = parse_precision(o.precision);
+    require(!infer_wanted(o.cp, o.infer),
+            "--precision is not modelled for inference steps (--kv-cache); it emulates a training ring's storage");
+    require(o.tolerance_opt->count() == 0,
+            "--precision and --tolerance exclude each other: --precision computes the tolerance (the error a correct "
+            "implementation with that pipeline has on these inputs); give one of them");
+  }
   if (infer_wanted(o.cp, o.infer)) {
     CheckInferArgs a{o.cp, o.infer, o.inputs, o.outputs, o.png, {}, o.json, o.allow_long};
     if (o.tolerance_opt->count() > 0) a.tolerance = o.tolerance;
@@ -84,6 +97,7 @@ int check_action(CheckCmdOptions& o) {
                                       ": the files must hold the packed tokens, padding included, in that order");
   if (o.tolerance_opt->count() > 0)
     require(o.tolerance > 0 && o.tolerance < 1, "--tolerance " + approx(o.tolerance) + " must be in (0, 1)");
+  if (prec) pipeline_spec(spec, *prec);  // partials= / merge= need ring steps to round (CpSpec's rule)
   // the limits of a run of this size (memory, CPU work), before any data is read
   RunSpec rs;
   rs.cp = spec;
@@ -103,6 +117,7 @@ int check_action(CheckCmdOptions& o) {
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   CheckOptions opt;
   if (o.tolerance_opt->count() > 0) opt.tolerance = o.tolerance;
+  opt.precision = prec;
   const CheckReport r = run_check(spec, data, opt);
   const std::string json = check_json(r).dump(2);
   if (o.json) std::cout << json << "\n";
@@ -150,6 +165,11 @@ void setup_check(CLI::App& app, int& status) {
   sub->add_option("--outputs", o->outputs, "folder with the outputs to check: o.npy [lse.npy dq.npy dk.npy dv.npy],\n"
                                            "or rank0/ ... rank{cp-1}/ holding them in each rank's local order")->required();
   o->tolerance_opt = sub->add_option("--tolerance", o->tolerance, "one tolerance for every output, instead of its dtype's");
+  o->precision_opt = sub->add_option(
+      "--precision", o->precision,
+      "the pipeline of the implementation checked, e.g. inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16:\n"
+      "the tolerance is then the error a correct one has on these inputs (cplab's own CP run with that\n"
+      "rounding, at this mode and cp, outputs rounded to their files' dtypes; x2), not the dtype's");
   sub->add_flag("--allow-long", o->allow_long, "check even if the reference needs more than 4 TFLOP of CPU work (minutes)");
   sub->add_option("--out", o->png, "also draw the error heat map (output x rank's chunk x head) to FILE.png with cplab-viz's\n"
                                    "renderer (cplab-viz beside cplab or on PATH; xvfb-run without a display)");

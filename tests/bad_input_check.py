@@ -640,6 +640,23 @@ case("precision_kv_cache", ["run", "--cp", "2", "--kv-cache", "8", "--seq", "4",
      needle="--precision is not modelled for inference steps")
 case("precision_ok", [*pr, "inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16", "--causal", "--backward"], rc=0)
 
+# cplab check --precision (check/pipeline_bound.h): its rules before any file is read
+PI, PO = path("c38p_in"), path("c38p_out")
+os.makedirs(PI, exist_ok=True)
+for n, h in (("q", 2), ("k", 1), ("v", 1)):
+    np.save(os.path.join(PI, n + ".npy"), rng.uniform(-1, 1, (16, h, 8)))
+chkp = ["check", "--cp", "2", "--causal", "--inputs", PI, "--outputs", PO, "--precision"]
+if case("check_precision_outputs", ["run", "--cp", "2", "--causal", "--seq", "16", "--heads", "2", "--kv-heads", "1", "--head-dim", "8",
+                                    "--q", os.path.join(PI, "q.npy"), "--k", os.path.join(PI, "k.npy"), "--v", os.path.join(PI, "v.npy"),
+                                    "--out-dir", PO], rc=0) is not None:
+    case("check_precision_malformed", [*chkp, "merge=fp8"], needle="merge=fp8: the dtype must be one of fp32, fp16, bf16")
+    case("check_precision_tolerance", [*chkp, "inputs=bf16", "--tolerance", "1e-3"],
+         needle="--precision and --tolerance exclude each other")
+    case("check_precision_mode", [*chkp, "partials=bf16", "--mode", "allgather"], needle="modes p2p and a2a+p2p, not allgather")
+    case("check_precision_kv_cache", ["check", "--cp", "2", "--causal", "--mode", "pass-q", "--kv-cache", "8", "--inputs", IC,
+                                      "--outputs", CO37, "--precision", "inputs=bf16"], needle="--precision is not modelled for inference steps")
+    case("check_precision_ok", [*chkp, "inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16"], rc=0)
+
 print(f"bad_input_check: {count} cases, {len(failures)} failed")
 for f in failures:
     print("FAIL " + f)

@@ -6,6 +6,9 @@ Usage: /usr/bin/python3 check_cli.py PATH/TO/cplab SCRATCH_DIR [docs/check.md]
 1. Outputs that `cplab run --out-dir` writes (float64 and float32 runs, and bfloat16 copies written
    as ml_dtypes saves them: '<V2' bytes, numpy having no bfloat16; bfloat16 inputs too) are
    "equivalent" (exit 0), in global order and as per-rank shards; packed sequences with padding too.
+   With --precision (bf16 inputs, partials and merge) a run of that pipeline is equivalent within
+   the bound it computes and 3x that bound planted in one head is not (the fixed bf16 tolerance
+   passes it).
 2. Faulty copies made with a few lines of numpy (dK and dV swapped; the public ring package's dK/dV
    mix-up, as rank shards; padding not zero; dK, dV reduced by mean over a KV group; LSE shards
    written [tokens, heads]) are "NOT equivalent" naming the fault (exit 1); --json
@@ -104,6 +107,33 @@ p = run("run", *SPEC, "--backward", *bf_files, "--out-dir", path("out_in_bf16"))
 if p.returncode != 0:
     failures.append(f"cplab run on bfloat16 inputs failed: {p.stderr}")
 check("bfloat16 inputs equivalent", [*SPEC, "--inputs", path("in_bf16"), "--outputs", path("out_in_bf16")], 0, "equivalent")
+
+# --precision: the tolerance is the error of a correct bf16-merge ring at this cp on these inputs; a
+# run of that pipeline (bf16 copies of O and the gradients) passes it, 3x its bound in one head fails
+PREC = ["--precision", "inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16"]
+p = run("run", *SPEC, "--backward", *bf_files, *PREC, "--out-dir", path("out_prec32"))
+if p.returncode != 0:
+    failures.append(f"cplab run --precision failed: {p.stderr}")
+os.makedirs(path("out_prec"))
+for name in ("o", "dq", "dk", "dv"):
+    np.save(path("out_prec", name + ".npy"), to_bf16(np.load(path("out_prec32", name + ".npy"))))
+shutil.copy(path("out_prec32", "lse.npy"), path("out_prec", "lse.npy"))
+PIN = [*SPEC, "--inputs", path("in_bf16"), *PREC]
+p = check("--precision equivalent", [*PIN, "--outputs", path("out_prec"), "--json"], 0)
+j = json.loads(p.stdout)
+label = "a correct ring (inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16) at cp 4"
+if not j["verdict"].startswith(f"equivalent (within the error {label} has on these inputs: O ") or j["levels"][0]["name"] != label:
+    failures.append(f"--precision equivalent: verdict {j['verdict']!r}, levels {j['levels']}")
+bound = j["precision"]["bounds"]["o"]
+shutil.copytree(path("out_prec"), path("out_prec_planted"))
+o = np.load(path("out_prec32", "o.npy"))
+o[:, 3, :] += 3 * bound * np.abs(np.load(path("out64", "o.npy"))).max()
+np.save(path("out_prec_planted", "o.npy"), to_bf16(o))
+p = check("--precision 3x the bound in one head", [*PIN, "--outputs", path("out_prec_planted")], 1)
+if " x above" in p.stdout or "x above the error " + label not in p.stdout.split("\n", 1)[0]:
+    failures.append(f"--precision planted: first line {p.stdout.splitlines()[:1]}")
+check("3x the bound in one head, fixed bf16 tolerance", [*SPEC, "--inputs", path("in_bf16"), "--outputs", path("out_prec_planted")], 0,
+      "equivalent")
 
 # per-rank shards (each rank's local zigzag order) of the float64 outputs
 out = {n: np.load(path("out64", n + ".npy")) for n in ("o", "lse", "dq", "dk", "dv")}

@@ -205,6 +205,10 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     c.nonfinite[idx(t)] = rep.map.nonfinite_total[idx(t)].total();  // claimed NaN / inf: never equivalent
   }
   rep.err = c.base_err;
+  if (options.precision) {  // the pipeline's error on these inputs is the tightest level (pipeline_bound.h)
+    rep.pipeline = pipeline_bound(spec, data.in, bwd, *options.precision, data.out, c.ref, c.scale);
+    c.levels = pipeline_levels(*rep.pipeline, c.levels, data.out);
+  }
   rep.levels = c.levels;
   rep.chunks = c.chunks;
   check_dsinks(c, dr.dsinks, options, rep.dsinks);
@@ -233,6 +237,11 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
   rep.where = where_lines(rep.map, rep.chunks, rep.levels[0].tol);
 
   rep.verdict = check_verdict(rep);
+  if (rep.pipeline) {  // the bound's words; "no fault" at a looser level is noise above the pipeline's
+    const HypothesisResult& best = rep.hypotheses.front();
+    const bool noise = best.id == "none" && best.level > 0 && !rep.map.any_nonfinite();
+    rep.verdict = pipeline_verdict(rep.verdict, *rep.pipeline, rep.err, rep.outputs_equivalent, noise ? rep.levels[sz(best.level)].name : "");
+  }
   rep.equivalent = rep.outputs_equivalent && rep.dsinks.ok();
   return rep;
 }

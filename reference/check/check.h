@@ -18,7 +18,11 @@
 //                                                  what explains the finite values (or ", as
 //                                                  predicted by: <h>" when the best one holds them)
 // CheckReport holds all of it; check_text prints it (the verdict first), check_json gives the same
-// with the full error map. Exit status: 0 equivalent, 1 not (2, bad input, is the caller's). The
+// with the full error map. With a pipeline (CheckOptions::precision, `--precision`) the tightest
+// level is the error a correct implementation with that pipeline has on these inputs
+// (pipeline_bound.h), and the verdict says it: "equivalent (within the error a correct ring (...) at
+// cp 8 has on these inputs: O 6.2e-03, ...)", or "... (O 3.1x above the error ...)".
+// Exit status: 0 equivalent, 1 not (2, bad input, is the caller's). The
 // inference check (infer_check.h, `cplab check --kv-cache P`) fills the same report, `infer` set.
 // What it is not: the file reading (check_inputs.h) or a command line (app/cmd_check.cpp).
 #pragma once
@@ -31,6 +35,7 @@
 
 #include "check/hypotheses.h"
 #include "check/pairs.h"
+#include "check/pipeline_bound.h"
 #include "infer/infer_spec.h"
 
 namespace cplab {
@@ -39,6 +44,7 @@ struct CheckOptions {
   std::optional<double> tolerance;  // every output's tolerance (default: by its dtype)
   index_t samples_per_chunk = 16;   // sampled rows (and keys) per rank chunk for recomputed hypotheses
   double pair_budget_seconds = 4;   // the pair search beyond the suggested pairs stops after this (pairs.h)
+  std::optional<Precision> precision;  // the pipeline whose error is the tolerance (excludes `tolerance`)
 };
 
 // d s_h (dsinks.npy) against the reference's, with --sinks and the gradients: one vector (heads), so
@@ -62,6 +68,7 @@ struct CheckReport {
   std::array<NpyDtype, 4> input_dtypes{};
   bool has_do = false;
   std::vector<CheckLevel> levels;
+  std::optional<PipelineBound> pipeline;  // with a precision: the emulated run and its bound (levels[0])
   std::vector<double> sink_logits;  // (h) with --sinks
   SinkGradCheck dsinks;
   std::array<double, kCheckTensors> err{};  // claimed vs reference, max|x - ref| / max|ref| (NaN: not given)

@@ -11,13 +11,7 @@ namespace cplab {
 
 namespace {
 
-std::string sci(double x) {
-  if (std::isnan(x)) return "-";
-  if (std::isinf(x)) return "inf";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1e", x);
-  return b;
-}
+std::string sci(double x) { return sci_text(x); }
 
 nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
@@ -117,6 +111,10 @@ std::string check_text(const CheckReport& r) {
                     r.err[i] <= r.levels[0].tol[i] && r.map.nonfinite_total[i].total() == 0 ? "ok" : "WRONG", r.out[i].source.c_str());
     }
     o << b;
+  }
+  if (r.pipeline) {
+    o << "\nprecision: " << r.pipeline->stages << "\n";
+    for (const std::string& l : pipeline_lines(*r.pipeline, r.err)) o << "  " << l << "\n";
   }
   const std::vector<std::string> nf = nonfinite_lines(r.map);
   if (!nf.empty()) {
@@ -264,6 +262,7 @@ nlohmann::json check_json(const CheckReport& r) {
     levels.push_back({{"name", L.name}, {"tolerances", tol}});
   }
   j["levels"] = levels;
+  if (r.pipeline) j["precision"] = pipeline_json(*r.pipeline, r.err);
   json diag = json::array();
   for (const HypothesisResult& h : r.hypotheses) {
     json per = json::object();

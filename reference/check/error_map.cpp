@@ -57,6 +57,14 @@ std::string grouped(index_t n) {
 
 }  // namespace
 
+std::string sci_text(double x) {
+  if (std::isnan(x)) return "-";
+  if (std::isinf(x)) return "inf";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1e", x);
+  return b;
+}
+
 double dtype_tolerance(CheckTensor t, NpyDtype dtype) {
   const bool half = dtype == NpyDtype::f2 || dtype == NpyDtype::bf16;
   // an LSE saved in a half type is rounded like O: it gets O's tolerance of that type

@@ -41,6 +41,8 @@ struct CheckLevel {
   std::array<double, kCheckTensors> tol{};
 };
 
+// an error as the reports print it: "1.2e-03" ("-" for NaN, "inf")
+std::string sci_text(double x);
 // the tolerance of output t saved as dtype
 double dtype_tolerance(CheckTensor t, NpyDtype dtype);
 // the levels a check tries, tightest first: the outputs' own tolerances (every one = tolerance when
