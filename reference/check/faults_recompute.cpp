@@ -63,11 +63,7 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
   if (bwd) h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
   // every output checked so far within the loosest level's tolerance (the fault need not be visible
   // yet: one that moves only padding rows, or only dK and dV, shows in a later stage)
-  auto fits = [&](const HypothesisResult& x) {
-    for (CheckTensor t : kAllCheckTensors)
-      if (!std::isnan(x.err[idx(t)]) && !(x.err[idx(t)] <= c.levels.back().tol[idx(t)])) return false;
-    return true;
-  };
+  auto fits = [&](const HypothesisResult& x) { return c.fits_so_far(x); };
   HypothesisResult r = c.evaluate(h);
   if (c.next_stage(fits(r)) && bwd) {
     h.pred[idx(CheckTensor::dq)] = at(c.rows, dq_at(c.spec, c.data.in, rule, c.rows, f));

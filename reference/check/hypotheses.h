@@ -40,6 +40,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -141,6 +142,12 @@ struct CheckContext {
   std::array<bool, kCheckTensors> frozen{};
   // a staged hypothesis's next stage is worth computing: r fits so far (or all_stages)
   bool next_stage(bool fits_so_far) const { return fits_so_far || all_stages; }
+  // every output r checked is within the loosest level's tolerance (a staged hypothesis may go on)
+  bool fits_so_far(const HypothesisResult& r) const {
+    for (CheckTensor t : kAllCheckTensors)
+      if (!std::isnan(r.err[idx(t)]) && !(r.err[idx(t)] <= levels.back().tol[idx(t)])) return false;
+    return true;
+  }
 
   bool present(CheckTensor t) const { return data.out[idx(t)].present; }
   // output t was given and differs from the reference beyond its tolerance, or holds NaN / inf
