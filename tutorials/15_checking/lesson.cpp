@@ -9,7 +9,8 @@
 // checked output within tolerance of the fault's prediction, the fault itself moving some output by
 // more); where the error lives (the error map per rank x chunk x head); sinks counted once per ring
 // partial; rounding (float32, bfloat16) that is not a bug; and two faults at once, which no single
-// hypothesis explains and a pair does (reference/check/pairs.h).
+// hypothesis explains and a pair does (reference/check/pairs.h); and --precision, the error a
+// correct bf16 ring has on these inputs as the tolerance (reference/check/pipeline_bound.h).
 // What it is not: a fault catalogue of its own (hypotheses.h has the check's; check_faults.h the
 // tests'), or a mode: the faulty outputs are transforms or naive recomputations of correct ones.
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "../../tests/check_claimed.h"
 #include "../../tests/check_faults.h"
 #include "check/check.h"
+#include "run/precision.h"
 #include "lesson.h"
 
 using namespace cplab;
@@ -166,6 +168,35 @@ int main(int argc, char** argv) {
   table({"output", "error vs reference", "fault 1 moves it", "then fault 2", "claimed vs the pair"}, shares);
   std::printf("Fix both. A pair is searched only when no single fault explains the outputs, so one fault is\n"
               "always named alone when it can be.\n");
+
+  L.step("your pipeline's own error: --precision");
+  std::printf("A bf16 GPU ring rounds its inputs, each step's output and, in some implementations, the running\n"
+              "sum across steps to bf16 (ring-flash-attention #42): its error is its own, not bf16's fixed\n"
+              "tolerance. With --precision, cplab check runs its own ring with that rounding on your inputs,\n"
+              "at your cp, and takes twice its error as the tolerance:\n");
+  CpFields fp = f;
+  fp.partials_dtype = DType::bf16, fp.merge_dtype = DType::bf16;
+  RunSpec rp = rs;
+  rp.cp = CpSpec(fp);
+  rp.dtype = "float";
+  Inputs inb = in;
+  round_inputs(inb, DType::bf16);
+  const RunReport pr = run_experiment(rp, inb);  // "your" bf16 ring: cplab's own, with that storage
+  const Outs saved = test::rounded({pr.o, lse_tensor(pr.lse), pr.dq, pr.dk, pr.dv}, DType::bf16, {true, false, true, true, true});
+  CheckOptions opt;
+  opt.precision = parse_precision("inputs=bf16,accumulate=fp32,partials=bf16,merge=bf16");
+  const CheckReport ok_run = run_check(s, claimed(inb, saved, NpyDtype::bf16), opt);
+  std::printf("bf16 ring's outputs: %s\n", ok_run.verdict.c_str());
+  Outs planted = saved;  // 3 times O's bound added to every value of query head 1
+  const double b = ok_run.pipeline ? ok_run.pipeline->bound[0] : 0.0;
+  double mx = 0;
+  for (double x : saved[0].data) mx = std::max(mx, std::abs(x));
+  for (index_t g = 0; g < planted[0].n; ++g)
+    for (index_t e = 0; e < planted[0].d; ++e) planted[0].at(g, 1, e) += 3 * b * mx;
+  const CheckReport bad_run = run_check(s, claimed(inb, planted, NpyDtype::bf16), opt);
+  std::printf("the same with 3 x O's bound added to head 1: %s\n", bad_run.verdict.c_str());
+  const CheckReport fixed = run_check(s, claimed(inb, planted, NpyDtype::bf16));
+  std::printf("and without --precision (bf16's fixed tolerance): %s\n", fixed.verdict.c_str());
 
   L.finish(15, {"cplab check --help   (the files, the tolerances and the faults it knows)",
                 "cplab run --mode p2p --cp 4 --seq 64 --heads 4 --kv-heads 2 --head-dim 8 --causal --layout zigzag --backward --sinks   "
