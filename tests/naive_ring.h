@@ -1,5 +1,6 @@
 // naive_ring.h: a small ring attention (p2p) in plain loops, with switches for the bugs of the
-// online-softmax merge and the ring backward, for tests/test_check_merge.cpp.
+// online-softmax merge and the ring backward, and a faulted attention rule, for
+// tests/test_check_merge.cpp and tests/test_check_rules.cpp.
 //
 // What it is: naive_ring(spec, in, bugs), the outputs (o, lse (S, h, 1), dq, dk, dv in global order)
 // of a ring run step by step: rank r holds the queries spec.partition() gives it and, at step t, the
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "check_faults.h"
@@ -29,18 +31,23 @@ struct RingBugs {
   bool partial_lse = false;            // backward: P = exp(s - LSE_j) with the step's block LSE
   bool partial_d = false;              // backward: D = rowsum(dO * O_j) with the step's partial O
   int stale_kv = 0;                    // backward: 1: step 0's K, V at every step; 2: the previous step's
+  // the attention rule of every tile (check_faults.h NaiveRule: a mask dropped or added, the own
+  // block unmasked, THD bounds, a scale, a head map); unset: the spec's own
+  std::optional<NaiveRule> rule = std::nullopt;
+  bool local_only = false;             // every rank attends to its own KV block only (steps t >= 1 skipped)
 };
 
 inline Outs naive_ring(const CpSpec& s, const Inputs& in, const RingBugs& bugs) {
   const Partition& part = s.partition();
   const index_t P = s.P(), S = s.S(), h = s.h(), d = s.d(), dv = s.dv();
-  const NaiveRule rule{s.scale(), 0, false};
+  const NaiveRule rule = bugs.rule ? *bugs.rule : NaiveRule{s.scale(), 0, false};
+  const double scale = rule.scale;
   const double inf = std::numeric_limits<double>::infinity();
   auto block = [&](index_t r, index_t t) { return ((r - t) % P + P) % P; };  // the KV rank r holds at step t
   auto dot_qk = [&](index_t q, index_t i, index_t kd) {
     double x = 0;
     for (index_t e = 0; e < d; ++e) x += in.q.at(q, i, e) * in.k.at(kd, naive_kv_head(s, rule, i), e);
-    return s.scale() * x;
+    return scale * x;
   };
   Outs out{Tensor3<double>(S, h, dv), Tensor3<double>(S, h, 1), Tensor3<double>(S, h, d), Tensor3<double>(S, s.hk(), d),
            Tensor3<double>(S, s.hk(), dv)};
@@ -56,7 +63,7 @@ inline Outs naive_ring(const CpSpec& s, const Inputs& in, const RingBugs& bugs) 
         double mm = -inf, lf = 0;  // the merge's running max and sum
         std::vector<double> acc(static_cast<size_t>(dv), 0.0);
         int seen = 0;
-        for (index_t t = 0; t < P; ++t) {
+        for (index_t t = 0; t < (bugs.local_only ? 1 : P); ++t) {
           const index_t j = block(r, t);
           const std::vector<index_t> keys = part.indices(j);
           double mb = -inf;
@@ -113,7 +120,7 @@ inline Outs naive_ring(const CpSpec& s, const Inputs& in, const RingBugs& bugs) 
 
   // ---- backward ----
   for (index_t r = 0; r < P; ++r)
-    for (index_t t = 0; t < P; ++t) {
+    for (index_t t = 0; t < (bugs.local_only ? 1 : P); ++t) {
       const index_t j = block(r, t);
       const index_t b = bugs.stale_kv == 1 ? r : bugs.stale_kv == 2 ? block(r, t > 0 ? t - 1 : 0) : j;  // the K, V read
       const std::vector<index_t> pos = part.indices(j), dat = part.indices(b);
@@ -132,8 +139,8 @@ inline Outs naive_ring(const CpSpec& s, const Inputs& in, const RingBugs& bugs) 
             for (index_t e = 0; e < dv; ++e) dp += in.dout.at(q, i, e) * in.v.at(kd, g, e);
             const double p = std::exp(dot_qk(q, i, kd) - L), ds = p * (dp - D);
             for (index_t e = 0; e < d; ++e) {
-              out[2].at(q, i, e) += s.scale() * ds * in.k.at(kd, g, e);
-              out[3].at(k, g, e) += s.scale() * ds * in.q.at(q, i, e);
+              out[2].at(q, i, e) += scale * ds * in.k.at(kd, g, e);
+              out[3].at(k, g, e) += scale * ds * in.q.at(q, i, e);
             }
             for (index_t e = 0; e < dv; ++e) out[4].at(k, g, e) += p * in.dout.at(q, i, e);
           }

@@ -22,6 +22,7 @@
 #include "check_claimed.h"
 #include "check_configs.h"
 #include "check_faults.h"
+#include "naive_ring.h"
 #include "core/util.h"
 
 namespace cplab::test {
@@ -91,10 +92,16 @@ TEST_CASE("check: every fault of the attention rule (issue 38) is named first, a
     const CpSpec& s = run.spec;
     const Inputs& in = run.in;
     const PositionRule pr = s.rule();
-    auto rule = [&](NaiveRule r) { return [&s, &in, r] { return rule_outputs(s, in, r, true); }; };
+    // a faulted rule's outputs: from the naive ring (tests/naive_ring.h) for p2p, the naive dense loops otherwise
+    const bool ring = s.mode() == Mode::p2p && !s.sinks();
+    auto rule = [&](NaiveRule r) {
+      return [&s, &in, r, ring] { return ring ? naive_ring(s, in, RingBugs{.rule = r}) : rule_outputs(s, in, r, true); };
+    };
     const double X = s.scale(), def = 1.0 / std::sqrt(static_cast<double>(s.d()));
     std::vector<RuleFault> faults = {{"none", [&] { return run.out; }, "", ""}};
-    if (s.P() > 1) faults.push_back({"ring bypassed (own shard's keys only)", [&] { return local_only(s, in); }, "local_only", ""});
+    if (s.P() > 1)
+      faults.push_back({"ring bypassed (own shard's keys only)",
+                        [&, ring] { return ring ? naive_ring(s, in, RingBugs{.local_only = true}) : local_only(s, in); }, "local_only", ""});
     if (s.causal() && s.P() > 1 && s.mode() == Mode::p2p)
       faults.push_back({"diagonal tile unmasked", rule({.scale = X, .own_unmasked = true}), "diagonal_unmasked", ""});
     if (!s.causal()) faults.push_back({"causal mask added", rule({.scale = X, .causal = 1}), "causal_added", "correct for --causal"});
