@@ -18,6 +18,7 @@
 #include "check_claimed.h"
 #include "check_configs.h"
 #include "check_faults.h"
+#include "check_table.h"
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "run/npy.h"
@@ -45,9 +46,7 @@ struct Fault {
 }  // namespace
 
 TEST_CASE("check: every injected fault is named first, and correct outputs are equivalent") {
-  std::ostringstream table;
-  table << "\n" << "configuration                                   | injected fault                      | cplab check's verdict\n";
-  int cases = 0, named = 0;
+  FaultTable table("injected fault");
   for (const Config& cfg : configs()) {
     RunSpec rs;
     rs.cp = CpSpec(cfg.f);
@@ -114,27 +113,11 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
       CAPTURE(fault.name);
       const CheckReport r = run_check(s, claimed(in, fault.make(), fault.dtype));
       const HypothesisResult& best = r.hypotheses.front();
-      std::string got = r.verdict;
-      bool ok;
-      if (fault.expect_id.empty()) {
-        ok = r.equivalent && r.verdict == "equivalent";
-      } else {
-        ok = !r.equivalent && best.id == fault.expect_id && best.level >= 0 &&
-             (fault.expect_level.empty() ? best.level == 0 : r.levels[sz(best.level)].name == fault.expect_level);
-        if (!ok) got += "   [first: " + best.id + ", expected " + fault.expect_id + "]";
-        const size_t more = r.explaining().empty() ? 0 : r.explaining().size() - 1;
-        if (more > 0) got += "  (+" + std::to_string(more) + " more explain it)";
-      }
-      CHECK_MESSAGE(ok, got);
-      CHECK(r.exit_status() == (fault.expect_id.empty() ? 0 : 1));
-      ++cases, named += ok ? 1 : 0;
-      char line[512];
-      std::snprintf(line, sizeof line, "%-47s | %-35s | %s\n", cfg.name.c_str(), fault.name.c_str(), got.c_str());
-      table << line;
+      table.row(cfg.name, fault.name, r, fault.expect_id,
+                fault.expect_level.empty() ? best.level == 0 : best.level >= 0 && r.levels[sz(best.level)].name == fault.expect_level);
     }
   }
-  table << cases << " cases, " << named << " named as injected\n";
-  MESSAGE(table.str());
+  table.finish();
 }
 
 TEST_CASE("check: d s_h (dsinks) is compared, and a wrong one is named: its sign, cp times, one rank's rows") {

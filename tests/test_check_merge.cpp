@@ -16,6 +16,7 @@
 #include "check/check.h"
 #include "check_claimed.h"
 #include "check_configs.h"
+#include "check_table.h"
 #include "naive_ring.h"
 #include "core/util.h"
 
@@ -95,9 +96,7 @@ TEST_CASE("check: the naive ring with no bug is exact attention") {
 }
 
 TEST_CASE("check: every merge and ring-backward bug is named first, and the correct ring is equivalent") {
-  std::ostringstream table;
-  table << "\n" << "configuration                                   | injected bug                               | cplab check's verdict\n";
-  int cases = 0, named = 0;
+  FaultTable table("injected bug");
   for (const Config& cfg : ring_configs()) {
     RunSpec rs;
     rs.cp = CpSpec(cfg.f);
@@ -109,27 +108,10 @@ TEST_CASE("check: every merge and ring-backward bug is named first, and the corr
       CAPTURE(cfg.name);
       CAPTURE(bug.name);
       const CheckReport r = run_check(s, claimed(in, naive_ring(s, in, bug.bugs), NpyDtype::f8));
-      const HypothesisResult& best = r.hypotheses.front();
-      std::string got = r.verdict;
-      bool ok;
-      if (bug.expect_id.empty()) {
-        ok = r.equivalent && r.verdict == "equivalent";
-      } else {
-        ok = !r.equivalent && best.id == bug.expect_id && best.level == 0;
-        if (!ok) got += "   [first: " + best.id + ", expected " + bug.expect_id + "]";
-        const size_t more = r.explaining().empty() ? 0 : r.explaining().size() - 1;
-        if (more > 0) got += "  (+" + std::to_string(more) + " more explain it)";
-      }
-      CHECK_MESSAGE(ok, got);
-      CHECK(r.exit_status() == (bug.expect_id.empty() ? 0 : 1));
-      ++cases, named += ok ? 1 : 0;
-      char line[768];
-      std::snprintf(line, sizeof line, "%-47s | %-42s | %s\n", cfg.name.c_str(), bug.name.c_str(), got.c_str());
-      table << line;
+      table.row(cfg.name, bug.name, r, bug.expect_id, r.hypotheses.front().level == 0);
     }
   }
-  table << cases << " cases, " << named << " named as injected\n";
-  MESSAGE(table.str());
+  table.finish();
 }
 
 }  // namespace cplab::test

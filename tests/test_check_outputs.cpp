@@ -23,6 +23,7 @@
 #include "check_claimed.h"
 #include "check_configs.h"
 #include "check_faults.h"
+#include "check_table.h"
 #include "check_faults_outputs.h"
 #include "core/util.h"
 
@@ -40,9 +41,7 @@ struct Case {
 }  // namespace
 
 TEST_CASE("check: outputs off by a factor and LSE in another layout are named first, and correct outputs stay equivalent") {
-  std::ostringstream table;
-  table << "\nconfiguration                                   | injected fault                      | cplab check's verdict\n";
-  int cases = 0, named = 0;
+  FaultTable table("injected fault");
   for (const Config& cfg : configs()) {
     RunSpec rs;
     rs.cp = CpSpec(cfg.f);
@@ -100,25 +99,11 @@ TEST_CASE("check: outputs off by a factor and LSE in another layout are named fi
       CAPTURE(fault.name);
       const CheckReport r = run_check(s, claimed(in, fault.make(), NpyDtype::f8));
       const HypothesisResult& best = r.hypotheses.front();
-      std::string got = r.verdict;
-      bool ok;
-      if (fault.expect_id.empty()) {
-        ok = r.equivalent && r.verdict == "equivalent";
-      } else {
-        ok = !r.equivalent && best.id == fault.expect_id && best.level == 0 &&
-             (fault.expect_name.empty() || best.name.rfind(fault.expect_name, 0) == 0);
-        if (!ok) got += "   [first: " + best.id + ", expected " + fault.expect_id + "]";
-      }
-      CHECK_MESSAGE(ok, got);
-      CHECK(r.exit_status() == (fault.expect_id.empty() ? 0 : 1));
-      ++cases, named += ok ? 1 : 0;
-      char line[640];
-      std::snprintf(line, sizeof line, "%-47s | %-35s | %s\n", cfg.name.c_str(), fault.name.c_str(), got.c_str());
-      table << line;
+      table.row(cfg.name, fault.name, r, fault.expect_id,
+                best.level == 0 && (fault.expect_name.empty() || best.name.rfind(fault.expect_name, 0) == 0));
     }
   }
-  table << cases << " cases, " << named << " named as injected\n";
-  MESSAGE(table.str());
+  table.finish();
 }
 
 TEST_CASE("check: NaN in an output is mapped (output, rank, chunk, head) and the finite values are still diagnosed") {

@@ -22,6 +22,7 @@
 #include "check_claimed.h"
 #include "check_configs.h"
 #include "check_faults.h"
+#include "check_table.h"
 #include "naive_ring.h"
 #include "core/util.h"
 
@@ -84,9 +85,7 @@ Run correct_run(const CpFields& f) {
 }  // namespace
 
 TEST_CASE("check: every fault of the attention rule (issue 38) is named first, and correct outputs are equivalent") {
-  std::ostringstream table;
-  table << "\n" << "configuration                                      | injected fault                         | cplab check's verdict\n";
-  int cases = 0, named = 0;
+  FaultTable table("injected fault");
   for (const Config& cfg : rule_configs()) {
     const Run run = correct_run(cfg.f);
     const CpSpec& s = run.spec;
@@ -126,27 +125,11 @@ TEST_CASE("check: every fault of the attention rule (issue 38) is named first, a
       CAPTURE(fault.name);
       const CheckReport r = run_check(s, claimed(in, fault.make(), NpyDtype::f8));
       const HypothesisResult& best = r.hypotheses.front();
-      std::string got = r.verdict;
-      bool ok;
-      if (fault.expect_id.empty()) {
-        ok = r.equivalent && r.verdict == "equivalent";
-      } else {
-        ok = !r.equivalent && best.id == fault.expect_id && best.level == 0 &&
-             (fault.expect_hint.empty() ? best.spec_hint.empty() : r.verdict.find(fault.expect_hint) != std::string::npos);
-        if (!ok) got += "   [first: " + best.id + ", expected " + fault.expect_id + "]";
-        const size_t more = r.explaining().empty() ? 0 : r.explaining().size() - 1;
-        if (more > 0) got += "  (+" + std::to_string(more) + " more explain it)";
-      }
-      CHECK_MESSAGE(ok, got);
-      CHECK(r.exit_status() == (fault.expect_id.empty() ? 0 : 1));
-      ++cases, named += ok ? 1 : 0;
-      char line[768];
-      std::snprintf(line, sizeof line, "%-50s | %-38s | %s\n", cfg.name.c_str(), fault.name.c_str(), got.c_str());
-      table << line;
+      table.row(cfg.name, fault.name, r, fault.expect_id,
+                best.level == 0 && (fault.expect_hint.empty() ? best.spec_hint.empty() : r.verdict.find(fault.expect_hint) != std::string::npos));
     }
   }
-  table << cases << " cases, " << named << " named as injected\n";
-  MESSAGE(table.str());
+  table.finish();
 }
 
 TEST_CASE("check: correct outputs under the wrong spec name the spec they are correct for") {
