@@ -48,14 +48,10 @@ struct Fault {
 TEST_CASE("check: every injected fault is named first, and correct outputs are equivalent") {
   FaultTable table("injected fault");
   for (const Config& cfg : configs()) {
-    RunSpec rs;
-    rs.cp = CpSpec(cfg.f);
-    rs.backward = true;
-    rs.seed = 11;
-    const CpSpec& s = rs.cp;
-    const Inputs in = make_inputs(rs);
-    const RunReport run = run_experiment(rs, in);
-    const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+    const Run correct = correct_run(cfg.f);
+    const CpSpec& s = correct.spec;
+    const Inputs& in = correct.in;
+    const Outs& base = correct.out;
     const index_t P = s.P();
     const Layout held = s.layout() == Layout::contiguous ? Layout::striped : s.layout();
     std::vector<Fault> faults = {

@@ -76,21 +76,13 @@ std::vector<Bug> bugs(index_t P) {
 TEST_CASE("check: the naive ring with no bug is exact attention") {
   for (const Config& cfg : ring_configs()) {
     CAPTURE(cfg.name);
-    RunSpec rs;
-    rs.cp = CpSpec(cfg.f);
-    rs.backward = true;
-    rs.seed = 11;
-    const Inputs in = make_inputs(rs);
-    const RunReport run = run_experiment(rs, in);
+    const Run correct = correct_run(cfg.f);
+    const Inputs& in = correct.in;
     for (RingBugs::Merge m : {RingBugs::Merge::online_scores, RingBugs::Merge::online_lse}) {
       RingBugs b;
       b.merge = m;
-      const Outs x = naive_ring(rs.cp, in, b);
-      CHECK(rel(x[0], run.o) < 1e-12);
-      CHECK(rel(x[1], lse_tensor(run.lse)) < 1e-12);
-      CHECK(rel(x[2], run.dq) < 1e-12);
-      CHECK(rel(x[3], run.dk) < 1e-12);
-      CHECK(rel(x[4], run.dv) < 1e-12);
+      const Outs x = naive_ring(correct.spec, in, b);
+      for (size_t t = 0; t < x.size(); ++t) CHECK(rel(x[t], correct.out[t]) < 1e-12);
     }
   }
 }
@@ -98,12 +90,8 @@ TEST_CASE("check: the naive ring with no bug is exact attention") {
 TEST_CASE("check: every merge and ring-backward bug is named first, and the correct ring is equivalent") {
   FaultTable table("injected bug");
   for (const Config& cfg : ring_configs()) {
-    RunSpec rs;
-    rs.cp = CpSpec(cfg.f);
-    rs.backward = true;
-    rs.seed = 11;
-    const CpSpec& s = rs.cp;
-    const Inputs in = make_inputs(rs);
+    const CpSpec s(cfg.f);
+    const Inputs in = make_inputs(RunSpec{s, true, "double", 11});  // correct_run's inputs
     for (const Bug& bug : bugs(s.P())) {
       CAPTURE(cfg.name);
       CAPTURE(bug.name);

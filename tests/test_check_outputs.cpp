@@ -43,14 +43,10 @@ struct Case {
 TEST_CASE("check: outputs off by a factor and LSE in another layout are named first, and correct outputs stay equivalent") {
   FaultTable table("injected fault");
   for (const Config& cfg : configs()) {
-    RunSpec rs;
-    rs.cp = CpSpec(cfg.f);
-    rs.backward = true;
-    rs.seed = 11;
-    const CpSpec& s = rs.cp;
-    const Inputs in = make_inputs(rs);
-    const RunReport run = run_experiment(rs, in);
-    const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
+    const Run correct = correct_run(cfg.f);
+    const CpSpec& s = correct.spec;
+    const Inputs& in = correct.in;
+    const Outs& base = correct.out;
     const index_t S = s.S(), h = s.h(), P = s.P(), G = s.h() / s.hk();
     std::vector<Case> faults = {
         {"none", [&] { return base; }, "", ""},

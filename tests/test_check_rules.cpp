@@ -65,22 +65,6 @@ struct RuleFault {
   std::string expect_hint;  // a text the verdict must hold ("" : none)
 };
 
-// the outputs of the run under CpSpec(f) (a correct CP run) and its inputs
-struct Run {
-  CpSpec spec;
-  Inputs in;
-  Outs out;
-};
-Run correct_run(const CpFields& f) {
-  RunSpec rs;
-  rs.cp = CpSpec(f);
-  rs.backward = true;
-  rs.seed = 11;
-  Run r{rs.cp, make_inputs(rs), {}};
-  const RunReport run = run_experiment(rs, r.in);
-  r.out = Outs{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
-  return r;
-}
 
 }  // namespace
 

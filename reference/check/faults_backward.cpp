@@ -36,6 +36,18 @@ std::pair<std::vector<index_t>, std::vector<index_t>> block_keys(const CpSpec& s
   return kv;
 }
 
+// a backward fault with dQ, dK, dV not yet predicted (unchecked): when O or LSE, which it leaves as
+// the reference's, already differ beyond the loosest level, it is kept so and true returned (nothing
+// recomputed; a pair's re-run computes every stage)
+bool kept_without_backward(CheckContext& c, Hypothesis& h) {
+  h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
+  const HypothesisResult r = c.evaluate(h);
+  if (c.next_stage(c.fits_so_far(r))) return false;
+  h.method = "not recomputed: O or LSE, which this fault leaves as the reference's, differ from it";
+  c.keep(h, r);
+  return true;
+}
+
 void add_to(Tensor3<double>& acc, const Tensor3<double>& x) {
   for (size_t e = 0; e < acc.data.size(); ++e) acc.data[e] += x.data[e];
 }
@@ -50,14 +62,8 @@ void per_step_statistics(CheckContext& c, const std::vector<RowsOut>& parts, boo
   if (!c.wants(h.id)) return;
   h.name = partial_d ? "ring backward with each step's partial D = rowsum(dO * O_i) (the step's partial output) instead of the final O's"
                      : "ring backward with each step's partial LSE (the block's own, from that forward step) instead of the final merged LSE";
+  if (kept_without_backward(c, h)) return;
   h.method = "per-step backward recomputed at " + count(c.rows, "rows") + " with the steps' partial results";
-  h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
-  HypothesisResult r = c.evaluate(h);
-  if (!c.next_stage(c.fits_so_far(r))) {  // O or LSE (which it leaves alone) already differ: nothing recomputed
-    h.method = "not recomputed: O or LSE, which this fault leaves as the reference's, differ from it";
-    c.keep(h, r);
-    return;
-  }
   const RowsOut fin{gather(c.ref[idx(CheckTensor::o)], c.rows), gather(c.ref[idx(CheckTensor::lse)], c.rows)};
   Tensor3<double> dq(static_cast<index_t>(c.rows.size()), s.h(), s.d());
   for (index_t j = 0; j < s.P(); ++j) {
@@ -66,7 +72,7 @@ void per_step_statistics(CheckContext& c, const std::vector<RowsOut>& parts, boo
     add_to(dq, dq_at(s, c.data.in, truth, c.rows, fwd, &keys));
   }
   h.pred[idx(CheckTensor::dq)] = at(c.rows, std::move(dq));
-  r = c.evaluate(h);
+  HypothesisResult r = c.evaluate(h);
   if (c.next_stage(r.level >= 0)) {  // it fits dQ: dK and dV at the sampled tail keys, block by block
     const auto [keys, queries] = tail_keys(c, truth);
     const RowsOut qfin{gather(c.ref[idx(CheckTensor::o)], queries), gather(c.ref[idx(CheckTensor::lse)], queries)};
@@ -106,13 +112,7 @@ void stale_kv(CheckContext& c, bool previous) {
   h.name = previous ? "ring backward reads the previous step's K/V: at step i >= 1 the mask of rank r-i's KV block on the K, V of rank r-i+1's"
                     : "ring backward reads step 0's K/V (the rank's own) at every step: at step i the mask of rank r-i's KV block on rank r's K, V";
   h.name += " (dK, dV not checked)";
-  h.pred[idx(CheckTensor::dq)] = h.pred[idx(CheckTensor::dk)] = h.pred[idx(CheckTensor::dv)] = unchecked();
-  const HypothesisResult first = c.evaluate(h);
-  if (!c.next_stage(c.fits_so_far(first))) {  // O or LSE (which it leaves alone) already differ: nothing recomputed
-    h.method = "not recomputed: O or LSE, which this fault leaves as the reference's, differ from it";
-    c.keep(h, first);
-    return;
-  }
+  if (kept_without_backward(c, h)) return;
   Tensor3<double> dq(static_cast<index_t>(c.rows.size()), s.h(), s.d());
   for (index_t r = 0; r < P; ++r) {
     std::vector<index_t> rows, where;  // rank r's sampled rows, and their places in c.rows
