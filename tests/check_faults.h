@@ -41,6 +41,7 @@ struct NaiveRule {
   int bounds = 0;         // a packed token's sequence: 0 the real one (padding in none); 1 cu_seqlens_padded's
                           // (padding real); 2 cu_seqlens read as the buffer's offsets
   bool own_unmasked = false;  // a key on the query's own rank: visible if in its sequence
+  index_t kv_heads = 0;       // > 0: only the first kv_heads KV heads read, query head i reads i / (h / kv_heads)
 };
 
 // the tokens [st, en) of g's sequence under bounds (NaiveRule); false: g is in none
@@ -76,6 +77,7 @@ inline bool naive_visible(const CpSpec& s, const NaiveRule& r, index_t q, index_
 }
 
 inline index_t naive_kv_head(const CpSpec& s, const NaiveRule& r, index_t i) {
+  if (r.kv_heads > 0) return i / (s.h() / r.kv_heads);
   return r.head_mod ? i % s.hk() : i / (s.h() / s.hk());
 }
 

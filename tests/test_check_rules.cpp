@@ -87,6 +87,8 @@ TEST_CASE("check: every fault of the attention rule (issue 38) is named first, a
                         [&, ring] { return ring ? naive_ring(s, in, RingBugs{.local_only = true}) : local_only(s, in); }, "local_only", ""});
     if (s.causal() && s.P() > 1 && s.mode() == Mode::p2p)
       faults.push_back({"diagonal tile unmasked", rule({.scale = X, .own_unmasked = true}), "diagonal_unmasked", ""});
+    if (s.hk() > 1)
+      faults.push_back({"KV head count 1 (only the first KV head)", rule({.scale = X, .kv_heads = 1}), "kv_heads:1", "--kv-heads 1"});
     if (!s.causal()) faults.push_back({"causal mask added", rule({.scale = X, .causal = 1}), "causal_added", "correct for --causal"});
     if (s.causal() && pr.plain())
       faults.push_back({"causal mask dropped", rule({.scale = X, .causal = 0}), "causal_dropped", "correct for the spec without --causal"});

@@ -103,6 +103,15 @@ void rule_faults(CheckContext& c) {
     rule_fault(c, r, "kv_head_mod", "KV heads mapped i % kv_heads instead of i / (heads / kv_heads) (query head 1 reads KV head " +
                                         num(1 % s.hk()) + ", not " + num(1 / (s.h() / s.hk())) + ")", 40);
   }
+  for (index_t u = 1; u < s.hk(); ++u) {  // another KV head count: only the first u KV heads read
+    if (s.hk() % u != 0) continue;
+    AttnRule r = truth;
+    r.kv_heads = u;
+    rule_fault(c, r, "kv_heads:" + num(u),
+               "KV head count " + num(u) + " instead of " + num(s.hk()) + ": only the first " + num(u) + " of the KV heads read (query head i reads KV head i / " +
+                   num(s.h() / u) + ")",
+               41, "--kv-heads " + num(u) + " with only k.npy's and v.npy's first " + num(u) + " KV head" + (u > 1 ? "s" : ""));
+  }
   if (s.causal()) {
     AttnRule r = truth;
     r.causal_shift = 1;

@@ -16,7 +16,8 @@
 //   faults_transform.cpp  10 tokens in another layout's order; 20-29 dK / dV swapped, summed,
 //                         shifted by a rank (and the public ring package's mix-up); 70 LSE in base 2;
 //                         90 padding tokens not zero
-//   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads;
+//   faults_recompute.cpp  30 dK / dV without the cross-rank reduction; 40 KV head i % kv_heads; 41 another
+//                         KV head count (the first u KV heads only);
 //                         50 causal mask off by one; 52 sliding window off by one; 60 softmax scale (61: a
 //                         custom one applied twice); 71 LSE without the max;
 //                         80 a ring step missing or doubled in O / LSE (p2p)

@@ -38,6 +38,19 @@ Tensor3<double> heads_to(const Tensor3<double>& x, const std::vector<index_t>& p
   return y;
 }
 
+// a rule with another KV head count (AttnRule::kv_heads = u): the inputs with every KV head g
+// replaced by head g u / hk, which the kernel's map i -> i / (h / hk) then reads as i / (h / u)
+Inputs kv_remapped(const CpSpec& spec, const Inputs& in, index_t u) {
+  Inputs x = in;
+  for (Tensor3<double>* t : {&x.k, &x.v})
+    for (index_t g = 0; g < t->n; ++g)
+      for (index_t j = 0; j < t->h; ++j) {
+        const index_t from = j * u / spec.hk();
+        std::copy(t->token(g) + from * t->d, t->token(g) + (from + 1) * t->d, t->token(g) + j * t->d);
+      }
+  return x;
+}
+
 std::vector<index_t> all_tokens(index_t S) {
   std::vector<index_t> v(sz(S));
   std::iota(v.begin(), v.end(), index_t{0});
@@ -240,6 +253,11 @@ KeyGrads dkv_tile(const CpSpec& spec, const Inputs& in, const AttnRule& rule, co
 
 RowsOut forward_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
                    const std::vector<index_t>* keys) {
+  if (rule.kv_heads > 0) {
+    AttnRule r = rule;
+    r.kv_heads = 0;
+    return forward_at(spec, kv_remapped(spec, in, rule.kv_heads), r, rows, keys);
+  }
   RowsOut out;
   if (rule.blocks == KvBlocks::all) {
     out = forward_tile(spec, in, rule, rows, keys);
@@ -307,6 +325,11 @@ Tensor3<double> score_max_at(const CpSpec& spec, const Inputs& in, const AttnRul
 
 Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& rows,
                       const RowsOut& fwd, const std::vector<index_t>* keys, const std::vector<index_t>* kv_from) {
+  if (rule.kv_heads > 0) {
+    AttnRule r = rule;
+    r.kv_heads = 0;
+    return dq_at(spec, kv_remapped(spec, in, rule.kv_heads), r, rows, fwd, keys, kv_from);
+  }
   if (rule.blocks == KvBlocks::all) return dq_tile(spec, in, rule, rows, fwd, keys, kv_from);
   if (keys || kv_from) throw std::logic_error("dq_at: a rule on KV blocks takes every key, read from its own position");
   Tensor3<double> dq(static_cast<index_t>(rows.size()), spec.h(), spec.d());
@@ -319,6 +342,17 @@ Tensor3<double> dq_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule
 
 KeyGrads dkv_at(const CpSpec& spec, const Inputs& in, const AttnRule& rule, const std::vector<index_t>& queries,
                 const RowsOut& fwd, const std::vector<index_t>& keys) {
+  if (rule.kv_heads > 0) {  // the remapped heads' gradients summed back into the heads they read
+    AttnRule r = rule;
+    r.kv_heads = 0;
+    const KeyGrads x = dkv_at(spec, kv_remapped(spec, in, rule.kv_heads), r, queries, fwd, keys);
+    KeyGrads g{Tensor3<double>(x.dk.n, x.dk.h, x.dk.d), Tensor3<double>(x.dv.n, x.dv.h, x.dv.d)};
+    for (auto [from, to] : {std::pair{&x.dk, &g.dk}, std::pair{&x.dv, &g.dv}})
+      for (index_t t = 0; t < from->n; ++t)
+        for (index_t j = 0; j < from->h; ++j)
+          for (index_t e = 0; e < from->d; ++e) to->at(t, j * rule.kv_heads / spec.hk(), e) += from->at(t, j, e);
+    return g;
+  }
   if (rule.blocks == KvBlocks::all) return dkv_tile(spec, in, rule, queries, fwd, keys);
   const index_t nk = static_cast<index_t>(keys.size());
   KeyGrads g{Tensor3<double>(nk, spec.hk(), spec.d()), Tensor3<double>(nk, spec.hk(), spec.dv())};

@@ -54,6 +54,9 @@ struct AttnRule {
   int causal_shift = 0;   // causal masks only: key k visible to query q iff k <= q + shift (0: the true mask)
   int window_shift = 0;   // sliding windows only: a window of W + shift keys instead of W (0: the true mask)
   bool head_mod = false;  // query head i reads KV head i % hk instead of i / (h / hk)
+  // another KV head count: only the first kv_heads of the inputs' KV heads are read, query head i
+  // reads KV head i / (h / kv_heads) (0: the spec's own; a divisor of it)
+  index_t kv_heads = 0;
   std::optional<PositionRule> positions;  // the mask over positions used instead of spec.rule()
   SeqBounds bounds = SeqBounds::real;
   KvBlocks blocks = KvBlocks::all;
