@@ -8,6 +8,8 @@
 //   "equivalent"                                   every output within its dtype's tolerance
 //   "NOT equivalent: <the best hypothesis>"        the most specific fault that explains every
 //                                                  checked output (at the tightest level one does)
+//   "NOT equivalent: two faults: (1) <A>; then (2) <B>"   when no single fault explains them at the
+//                                                  tightest level, a pair does (pairs.h)
 //   "NOT equivalent: equivalent within float32's tolerance only ..."   no fault, but the errors are
 //                                                  those of a float32 / float16 / bfloat16
 //                                                  computation or merge
