@@ -27,12 +27,6 @@ namespace cplab::test {
 
 namespace {
 
-std::string fmt4(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", x);
-  return b;
-}
-
 struct Fault {
   std::string name;
   std::function<Outs()> make;
@@ -66,7 +60,7 @@ TEST_CASE("check: every injected fault is named first, and correct outputs are e
         {"dK, dV of rank r+1", [&] { return dkv_mix(s, base, 1, 0, 1, 0, 1, 1); }, "dkv:shift_next"},
         {"dK, dV own queries only", [&] { return own_queries(s, in, base); }, "dkv_no_reduction"},
         {"softmax scale 1/d", [&] { return rule_outputs(s, in, NaiveRule{1.0 / static_cast<double>(s.d()), 0, false}, true); },
-         "scale:" + fmt4(1.0 / static_cast<double>(s.d()))},
+         "scale:" + approx4(1.0 / static_cast<double>(s.d()))},
         {"LSE in base 2",
          [&] {
            Outs o = base;

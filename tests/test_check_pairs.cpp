@@ -58,8 +58,7 @@ TEST_CASE("check: two faults at once (a forward or layout fault, then a backward
     const Outs base{run.o, lse_tensor(run.lse), run.dq, run.dk, run.dv};
     const index_t S = s.S(), h = s.h(), G = s.h() / s.hk();
     const double d = static_cast<double>(s.d());
-    char scale_id[32];
-    std::snprintf(scale_id, sizeof scale_id, "scale:%.4g", 1.0 / d);
+    const std::string scale_id = "scale:" + approx4(1.0 / d);
     std::vector<Step> firsts = {
         {"KV head i % kv_heads", "kv_head_mod", [&](const Outs&) { return rule_outputs(s, in, NaiveRule{s.scale(), 0, true}, true); }},
         {"causal k <= q + 1", "causal_plus_one", [&](const Outs&) { return rule_outputs(s, in, NaiveRule{s.scale(), 1, false}, true); }},

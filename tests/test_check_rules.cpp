@@ -52,12 +52,6 @@ std::vector<Config> rule_configs() {
   };
 }
 
-std::string fmt4(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", x);
-  return b;
-}
-
 struct RuleFault {
   std::string name;
   std::function<Outs()> make;
@@ -103,8 +97,8 @@ TEST_CASE("check: every fault of the attention rule (issue 38) is named first, a
       faults.push_back({"bounds shifted (cu_seqlens as offsets)", rule({.scale = X, .bounds = 2}), "thd_bounds_shifted", ""});
     }
     if (s.fields().scale != 0) {
-      faults.push_back({"custom scale ignored (1/sqrt(d))", rule({.scale = def}), "scale:" + fmt4(def), "correct for the spec without --scale"});
-      faults.push_back({"scale applied twice (X^2)", rule({.scale = X * X}), "scale:" + fmt4(X * X), "correct for --scale " + fmt4(X * X)});
+      faults.push_back({"custom scale ignored (1/sqrt(d))", rule({.scale = def}), "scale:" + approx4(def), "correct for the spec without --scale"});
+      faults.push_back({"scale applied twice (X^2)", rule({.scale = X * X}), "scale:" + approx4(X * X), "correct for --scale " + approx4(X * X)});
     }
     for (const RuleFault& fault : faults) {
       CAPTURE(cfg.name);

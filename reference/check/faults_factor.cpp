@@ -18,12 +18,6 @@ namespace cplab {
 
 namespace {
 
-std::string fmt(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", x);
-  return b;
-}
-
 // a factor a known mistake gives output t, and what it means ("" : the identity)
 struct Special {
   double v;
@@ -128,7 +122,7 @@ void factor_hypotheses(CheckContext& c) {
     std::vector<double> fh(sz(r.h), f);
     if (head_err(c.data.out[i].x, r, -1, f, real, c.scale[i], tol) <= tol) {
       if (f == 1.0) continue;  // no factor: this output is wrong some other way
-      std::string key = fmt(f), means;  // every reading of a special value (1/4 may be 1/group and 1/cp)
+      std::string key = approx4(f), means;  // every reading of a special value (1/4 may be 1/group and 1/cp)
       for (size_t k = 1; named > 0 && k < sp.size(); ++k)
         if (sp[k].v == f) means += (means.empty() ? " (= " : "; or ") + sp[k].label + ": " + sp[k].meaning;
       key += means.empty() ? "" : means + ")";
@@ -142,10 +136,10 @@ void factor_hypotheses(CheckContext& c) {
         index_t e = k + 1;
         for (int ne = -1; e < r.h; ++e) {
           fh[sz(e)] = snapped(c, t, e, &ne);
-          if (fmt(fh[sz(e)]) != fmt(fh[sz(k)])) break;
+          if (approx4(fh[sz(e)]) != approx4(fh[sz(k)])) break;
         }
         text += (text.empty() ? "" : ", ") + std::string(e - k > 1 ? "heads " + num(k) + "-" + num(e - 1) : "head " + num(k)) + ": " +
-                fmt(fh[sz(k)]) + (nk > 0 ? " (= " + sp[sz(nk)].label + ")" : "");
+                approx4(fh[sz(k)]) + (nk > 0 ? " (= " + sp[sz(nk)].label + ")" : "");
         k = e;
       }
       per_head.push_back(std::string(tensor_label(t)) + " off by a factor per head (" + text + ")");

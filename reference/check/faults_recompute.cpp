@@ -86,12 +86,6 @@ void rule_fault(CheckContext& c, const AttnRule& rule, const std::string& id, co
 
 namespace {
 
-std::string fmt(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", x);
-  return b;
-}
-
 void rule_faults(CheckContext& c) {
   const CpSpec& s = c.spec;
   // each of them moves O and LSE: with both right, none can explain
@@ -132,7 +126,7 @@ void rule_faults(CheckContext& c) {
   const double d = static_cast<double>(s.d()), X = truth.scale, def = 1.0 / std::sqrt(d);
   const bool custom = s.fields().scale != 0;
   const std::pair<double, std::string> scales[] = {
-      {1.0 / d, "1/d = " + fmt(1.0 / d)}, {def, "1/sqrt(d) = " + fmt(def)}, {1.0, "1 (no scale)"}, {X * X, ""}};
+      {1.0 / d, "1/d = " + approx4(1.0 / d)}, {def, "1/sqrt(d) = " + approx4(def)}, {1.0, "1 (no scale)"}, {X * X, ""}};
   std::vector<double> done{X};
   for (const auto& [x, text] : scales) {
     if (std::any_of(done.begin(), done.end(), [&](double y) { return std::abs(x - y) <= 1e-12 * y; })) continue;
@@ -140,11 +134,11 @@ void rule_faults(CheckContext& c) {
     AttnRule r = truth;
     r.scale = x;
     const bool twice = std::abs(x - X * X) <= 1e-12 * x;
-    std::string name = "softmax scale " + (text.empty() ? fmt(x) : text) + " instead of " + fmt(X);
-    if (custom && x == def) name = "custom softmax scale " + fmt(X) + " ignored: the default 1/sqrt(d) = " + fmt(def) + " used";
-    else if (twice) name += " (the scale applied twice: " + fmt(X) + "^2)";
-    rule_fault(c, r, "scale:" + fmt(x), name, twice && text.empty() ? 61 : 60,
-               x == def ? "the spec without --scale: its default 1/sqrt(d) = " + fmt(def) : "--scale " + fmt(x));
+    std::string name = "softmax scale " + (text.empty() ? approx4(x) : text) + " instead of " + approx4(X);
+    if (custom && x == def) name = "custom softmax scale " + approx4(X) + " ignored: the default 1/sqrt(d) = " + approx4(def) + " used";
+    else if (twice) name += " (the scale applied twice: " + approx4(X) + "^2)";
+    rule_fault(c, r, "scale:" + approx4(x), name, twice && text.empty() ? 61 : 60,
+               x == def ? "the spec without --scale: its default 1/sqrt(d) = " + approx4(def) : "--scale " + approx4(x));
   }
 }
 
