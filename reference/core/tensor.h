@@ -1,7 +1,9 @@
 // tensor.h: the tensors the reference passes around, and Eigen views of one head.
 //
-// What it is: Tensor3<T>, an owning (n, h, d) row-major array ("thd" with batch 1: token-major,
-// then head, then head dim), View3<T> / CView3<T> non-owning views of a run of its tokens, and
+// What it is: Tensor3<T>, an (n, h, d) row-major array ("thd" with batch 1: token-major, then head,
+// then head dim) that owns its elements, or borrows read-only ones (Tensor3::borrow: the caller
+// keeps that memory alive while the tensor and its copies live; the first non-const access copies
+// it, core/buffer.h), View3<T> / CView3<T> non-owning views of a run of its tokens, and
 // head(view, i) which gives the (n, d) Eigen matrix of head i with row stride h*d.
 // LSE-like per-(head, token) values are Rows<T> = Eigen row-major (h, n) arrays, TE's packed [h, t].
 // What it is not: a general tensor library. No broadcasting, no batch dimension, no strides other
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "core/alloc.h"
+#include "core/buffer.h"
 
 namespace cplab {
 
@@ -56,15 +59,27 @@ CHeadMap<T> head(CView3<T> v, index_t i) {
   return CHeadMap<T>(v.data + i * v.d, v.n, v.d, Eigen::OuterStride<>(v.h * v.d));
 }
 
-// Owning (n, h, d) tensor, zero-initialised; its allocation fails with a message (core/alloc.h).
+// (n, h, d) tensor: owning and zero-initialised (its allocation fails with a message, core/alloc.h),
+// or borrowing (borrow()).
 template <class T>
 struct Tensor3 {
   index_t n = 0, h = 0, d = 0;
-  std::vector<T> data;
+  Buffer<T> data;  // n*h*d elements; core/buffer.h: owned, or borrowed and copied on first write
   Tensor3() = default;
   // a failed allocation is cplab::Error "out of memory allocating N GiB for an (n, h, d) tensor"
   Tensor3(index_t n_, index_t h_, index_t d_)
       : n(n_), h(h_), d(d_), data(alloc_vector<T>(tensor_numel(n_, h_, d_), [&] { return describe(); })) {}
+  // p: (n, h, d) row-major, read without a copy; the caller keeps it alive and unchanged while the
+  // tensor and its copies live. Any non-const access copies it first (nothing writes into p).
+  static Tensor3 borrow(const T* p, index_t n_, index_t h_, index_t d_) {
+    const size_t numel = tensor_numel(n_, h_, d_);
+    Tensor3 x;
+    x.n = n_, x.h = h_, x.d = d_;
+    if (p == nullptr && numel > 0) throw Error("borrowing " + x.describe() + ": the data pointer is null");
+    x.data = Buffer<T>::borrow(p, numel);
+    return x;
+  }
+  bool borrowed() const { return data.borrowed(); }
   index_t numel() const { return n * h * d; }
   T& at(index_t t, index_t hh, index_t dd) { return data[static_cast<size_t>((t * h + hh) * d + dd)]; }
   const T& at(index_t t, index_t hh, index_t dd) const {
