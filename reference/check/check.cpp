@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/sinks.h"
 #include "core/util.h"
 
@@ -223,6 +224,7 @@ CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOpti
     rep.sampled_rows = rep.sampled_keys = static_cast<index_t>(c.rows.size());
     const std::vector<FaultFamily>& families = fault_families();
     for (size_t f = 0; f < families.size(); ++f) {
+      interruption_point();  // and every hypothesis (CheckContext::evaluate)
       c.family = static_cast<int>(f);
       families[f].run(c);
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/interrupt.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -36,6 +37,7 @@ int HypothesisResult::unchecked() const {
 }
 
 HypothesisResult CheckContext::evaluate(const Hypothesis& h) const {
+  interruption_point();  // every hypothesis and pair of cplab check (core/interrupt.h)
   return evaluate_hypothesis(h, data.out, ref, scale, base_err, levels, &spec.packing());
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/interrupt.h"
 #include "core/util.h"
 
 namespace cplab {
@@ -147,6 +148,7 @@ PairSearch pair_hypotheses(CheckContext& c, double budget_seconds) {
   const std::vector<FaultFamily>& families = fault_families();
   std::vector<HypothesisResult> pairs;
   for (const auto& [suggested, ar] : firsts) {
+    interruption_point();  // and every pair (CheckContext::evaluate)
     if (suggested == 0) {  // the suggested pairs are done: the rest only if none explains, and while time lasts
       const bool found = std::any_of(pairs.begin(), pairs.end(), [](const HypothesisResult& r) { return r.level >= 0; });
       if (found) break;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/dtype.h"
+#include "core/interrupt.h"
 #include "core/util.h"
 #include "modes/mode_table.h"
 
@@ -53,6 +54,7 @@ CpSpec pipeline_spec(const CpSpec& spec, const Precision& p) {
 PipelineBound pipeline_bound(const CpSpec& spec, const Inputs& in, bool backward, const Precision& p,
                              const std::array<ClaimedTensor, kCheckTensors>& out,
                              const std::array<Tensor3<double>, kCheckTensors>& ref, const std::array<double, kCheckTensors>& scale) {
+  interruption_point();  // and every step of its run (sim/comm.h)
   const auto t0 = std::chrono::steady_clock::now();
   PipelineBound b;
   b.precision = p;

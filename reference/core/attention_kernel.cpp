@@ -7,10 +7,13 @@
 // by row over each row's visible run only (row_kernels.h), entries outside it set to exactly 0; the
 // forward combines a window's chunks with the online softmax (softmax_rules.h). Parallel units:
 // (head, row block) forward, (KV head, row group) backward. Scratch: one (forward) or two
-// (backward) (kRowBlock, kKeyBlock) buffers per thread, kept between calls.
+// (backward) (kRowBlock, kKeyBlock) buffers per thread, kept between calls. A requested interrupt
+// (core/interrupt.h) is polled before each unit and, in the backward, before each row block; the
+// kernel then throws Interrupted after its parallel region.
 #include "core/attention_kernel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -19,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/interrupt.h"
 #include "core/row_kernels.h"
 #include "core/softmax_rules.h"
 #include "core/util.h"
@@ -33,21 +37,44 @@ constexpr index_t kRowGroups = 2;
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// OpenMP loop over [0, n) that carries the first exception (e.g. std::bad_alloc) out of the
-// parallel region and rethrows it, instead of std::terminate
+// A requested interrupt (core/interrupt.h) as seen inside parallel_for: stop() is true once one is
+// requested (and the loop was not itself entered inside a parallel region), and remembers it
+class StopCheck {
+ public:
+  StopCheck() : stoppable_(interruptible_here()) {}
+  bool operator()() const {
+    if (!stoppable_ || !interrupt_requested()) [[likely]]
+      return false;
+    stopped_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+
+ private:
+  bool stoppable_;
+  mutable std::atomic<bool> stopped_{false};
+};
+
+// OpenMP loop over [0, n) of body(i, stop) that carries the first exception (e.g. std::bad_alloc)
+// out of the parallel region and rethrows it, instead of std::terminate. On an interrupt the units
+// not started are skipped, a long unit may poll stop() and return early, and Interrupted is thrown
+// after the region (the outputs are then incomplete and never returned).
 template <class F>
 void parallel_for(index_t n, F&& body) {
   std::exception_ptr err;
+  const StopCheck stop;
 #pragma omp parallel for schedule(dynamic)
   for (index_t i = 0; i < n; ++i) {
+    if (stop()) continue;
     try {
-      body(i);
+      body(i, stop);
     } catch (...) {
 #pragma omp critical(cplab_parallel_for)
       if (!err) err = std::current_exception();
     }
   }
   if (err) std::rethrow_exception(err);
+  if (stop.stopped()) throw Interrupted();
 }
 
 // the key columns [lo, hi) that some row of block [a0, a0+n) can see (hi = 0: none)
@@ -160,7 +187,7 @@ void attention_forward(CView3<T> q, CView3<T> k, CView3<T> v, const Mask& mask, 
 
   // parallel over (head, row block): each unit writes its own rows of O and LSE
   const index_t blocks = (sq + kRowBlock - 1) / kRowBlock;
-  parallel_for(q.h * blocks, [&](index_t u) {
+  parallel_for(q.h * blocks, [&](index_t u, const StopCheck&) {
     const index_t i = u / blocks, a0 = u % blocks * kRowBlock;
     const HeadPtr<const T> Q = head_ptr(q, i), K = head_ptr(k, i / group), V = head_ptr(v, i / group);
     const HeadPtr<T> O = head_ptr(o, i);
@@ -253,7 +280,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
     part_dk[sz(r - 1)].assign(sz(sk * k.d), T(0));
     part_dv[sz(r - 1)].assign(sz(sk * v.d), T(0));
   }
-  parallel_for(k.h * groups, [&](index_t u) {
+  parallel_for(k.h * groups, [&](index_t u, const StopCheck& stop) {
     const index_t g = u / groups, rg = u % groups;
     const HeadPtr<const T> K = head_ptr(k, g), V = head_ptr(v, g);
     const HeadPtr<T> dK = rg == 0 ? head_ptr(dk, g) : HeadPtr<T>{part_dk[sz(rg - 1)].data(), k.d};
@@ -264,6 +291,7 @@ void attention_backward(CView3<T> q, CView3<T> k, CView3<T> v, CView3<T> dout,
       const HeadPtr<const T> Q = head_ptr(q, i), dO = head_ptr(dout, i);
       const HeadPtr<T> dQ = head_ptr(dq, i);
       for (index_t a0 = rg * kRowBlock; a0 < sq; a0 += groups * kRowBlock) {
+        if (stop()) return;  // a unit is a whole KV head: seconds at 8K tokens
         const index_t n = std::min(kRowBlock, sq - a0);
         const KeyRange kb = block_keys(mask, a0, n, sk);
         if (kb.hi <= kb.lo) continue;  // fully masked block: no gradient at all

@@ -12,6 +12,7 @@
 #include "core/attention_kernel.h"
 #include "core/error.h"
 #include "core/flops.h"
+#include "core/interrupt.h"
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "run/experiment.h"
@@ -126,6 +127,7 @@ InferDense infer_dense_reference(const InferSpec& s, const Tensor3<double>& q, c
   InferDense r{Tensor3<double>(s.T(), s.h(), s.dv()), Rows<double>(s.h(), s.T())};
   const PositionRule rule = s.rule();
   for (index_t b = 0; b < s.B(); ++b) {
+    interruption_point();  // core/interrupt.h; the kernel also polls within a request
     const index_t P = s.fields().cached[static_cast<size_t>(b)], T = s.fields().fresh[static_cast<size_t>(b)];
     std::vector<std::int64_t> lo(static_cast<size_t>(T)), hi(static_cast<size_t>(T));
     for (index_t t = 0; t < T; ++t) {

@@ -16,6 +16,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/flops.h"
+#include "core/interrupt.h"
 #include "core/rel_error.h"
 #include "core/util.h"
 #include "modes/cp_attention.h"
@@ -84,6 +85,7 @@ DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const
   };
   auto put = [](Tensor3<double>& x, index_t b, const Tensor3<double>& y) { std::copy(y.data.begin(), y.data.end(), x.token(b)); };
   for (index_t sq = 0; sq < pk.num_seqs(); ++sq) {
+    interruption_point();  // core/interrupt.h; within a sequence the kernel polls per row block
     const index_t b = pk.cu_seqlens_padded[static_cast<size_t>(sq)], L = pk.length(sq);
     const Tensor3<double> qs = rows(q, b, L), ks = rows(k, b, L), vs = rows(v, b, L);
     const Mask mask = sequence_mask(s.cp.rule(), L);
@@ -91,6 +93,7 @@ DenseReference dense_reference(const RunSpec& s, const Tensor3<double>& q, const
     put(r.o, b, f.o);
     r.lse.block(0, b, q.h, L) = f.lse;
     if (s.backward) {
+      interruption_point();
       const AttnGrads<double> g = dense_backward(qs, ks, vs, f, rows(dout, b, L), mask, s.cp.scale(), sink);
       put(r.dq, b, g.dq);
       put(r.dk, b, g.dk);

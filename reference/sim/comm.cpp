@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "core/interrupt.h"
+
 namespace cplab {
 
 SimComm::SimComm(int cp, Trace* trace) : cp_(cp), trace_(trace) {
@@ -29,6 +31,7 @@ void SimComm::record(EventKind kind, int rank, int peer, const std::string& tens
 
 void SimComm::post(int src, int dst, const std::string& tensor, const std::string& op,
                    std::vector<std::byte> bytes) {
+  interruption_point();  // every step of every mode passes here (core/interrupt.h)
   check_rank(src, "source");
   check_rank(dst, "destination");
   record(EventKind::send, src, dst, tensor, op, static_cast<std::int64_t>(bytes.size()));
@@ -36,6 +39,7 @@ void SimComm::post(int src, int dst, const std::string& tensor, const std::strin
 }
 
 std::vector<std::byte> SimComm::take(int dst, int src, const std::string& tensor, const std::string& op) {
+  interruption_point();
   check_rank(src, "source");
   check_rank(dst, "destination");
   auto it = box_.find({src, dst});

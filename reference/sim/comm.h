@@ -8,6 +8,8 @@
 // Messages are copied byte for byte: a receiver can never alias a sender's buffer.
 // A recv with nothing posted, or with a different tensor name than the one posted first, is a
 // schedule bug (it would hang or mismatch on real hardware) and throws std::logic_error.
+// Every message (post and take) and every set_step is an interruption point (core/interrupt.h): a requested interrupt
+// throws Interrupted there, before the mailboxes change.
 // What it is not: concurrent. The algorithm drives all ranks in lockstep, step by step; posting a
 // send before the step's compute and receiving after it is how overlap is expressed.
 #pragma once
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/interrupt.h"
 #include "sim/trace.h"
 
 namespace cplab {
@@ -29,7 +32,11 @@ class SimComm {
   SimComm(int cp, Trace* trace);  // trace may be null (no recording)
   int size() const { return cp_; }
   Trace* trace() const { return trace_; }
-  void set_step(Phase phase, int step) { phase_ = phase; step_ = step; }
+  void set_step(Phase phase, int step) {
+    interruption_point();
+    phase_ = phase;
+    step_ = step;
+  }
   size_t pending() const;  // posted and not yet received messages
 
   template <class T>
