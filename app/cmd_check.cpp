@@ -7,7 +7,8 @@
 // correct implementation with that pipeline has on these inputs: check/pipeline_bound.h; not with
 // --tolerance or --kv-cache), --json, --out FILE.png (the heat map, drawn by cplab-viz:
 // viz_render.h); the sizes come from the input files (a
-// size also given must agree, and --cu-seqlens must pack exactly the files' tokens); the run's
+// size also given must agree, and --cu-seqlens must pack exactly the files' tokens:
+// spec_from_tensors.h, which the Python binding shares); the run's
 // limits (memory, CPU work) are checked before any data is read. The check itself, its report and
 // JSON are reference/check/check.h's.
 // With --kv-cache the check is an inference step's (cmd_check_infer.h).
@@ -28,6 +29,7 @@
 #include "infer_options.h"
 #include "core/output_file.h"
 #include "run_files.h"
+#include "spec_from_tensors.h"
 #include "viz_render.h"
 
 namespace cplab::app {
@@ -76,25 +78,11 @@ int check_action(CheckCmdOptions& o) {
     require(there, (in / name).string() +
                        " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
   }
-  // the sizes come from the files; a size also given on the command line must agree with them
-  auto given = [&](const char* name, index_t v) { return o.cp.given(name) ? v : index_t{0}; };
-  index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
-  index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-  const std::string qp = (in / "q.npy").string();
-  index_t file_seq = 0;
-  header3(qp, "Q", file_seq, h, d);
-  header3((in / "k.npy").string(), "K", file_seq, hk, d);
-  header3((in / "v.npy").string(), "V", file_seq, hk, dv);
-  require(seq == 0 || seq == file_seq, qp + ": has " + num(file_seq) + " tokens but --seq " + num(seq) + " was given");
-  f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
-  // --sinks: the logits from --sink-logits FILE, else sinks.npy of --inputs (CpSpec checks one per head)
-  if (f.sinks && f.sink_logits.empty()) f.sink_logits = read_sink_logits(o.inputs, h);
-  f.seq = f.cu_seqlens.empty() ? file_seq : 0;  // packed: the total of cu_seqlens (padded with --pad)
-  const CpSpec spec(f);
-  if (spec.thd())
-    require(spec.S() == file_seq, qp + " has " + num(file_seq) + " tokens but --cu-seqlens " + o.cp.cu + (spec.pad() ? " with --pad" : "") +
-                                      " packs " + num(spec.S()) + (spec.packing().has_padding() ? " (padded)" : "") +
-                                      ": the files must hold the packed tokens, padding included, in that order");
+  // the sizes come from the files (a size also given must agree), the sink logits from sinks.npy
+  // unless --sink-logits gave them (spec_from_tensors.h)
+  const CpSpec spec = check_spec(f, given_sizes(o.cp, f), TensorSource::file((in / "q.npy").string()),
+                                 TensorSource::file((in / "k.npy").string()), TensorSource::file((in / "v.npy").string()),
+                                 [&](index_t heads) { return read_sink_logits(o.inputs, heads); });
   if (o.tolerance_opt->count() > 0)
     require(o.tolerance > 0 && o.tolerance < 1, "--tolerance " + approx(o.tolerance) + " must be in (0, 1)");
   if (prec) pipeline_spec(spec, *prec);  // partials= / merge= need ring steps to round (CpSpec's rule)

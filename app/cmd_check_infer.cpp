@@ -36,9 +36,9 @@ int check_infer_action(const CheckInferArgs& a) {
   auto given = [&](const char* name, index_t v) { return a.cp.given(name) ? v : index_t{0}; };
   index_t t = 0, kv = 0, h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
   index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-  header3((in / "q.npy").string(), "Q", t, h, d);
-  header3((in / "k.npy").string(), "K", kv, hk, d);
-  header3((in / "v.npy").string(), "V", kv, hk, dv);
+  header3(TensorSource::file((in / "q.npy").string()), "Q", t, h, d);
+  header3(TensorSource::file((in / "k.npy").string()), "K", kv, hk, d);
+  header3(TensorSource::file((in / "v.npy").string()), "V", kv, hk, dv);
   f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
   if (!a.cp.given("seq") && !a.cp.given("cu-seqlens")) f.fresh = {t};
   // --sinks: the logits from --sink-logits FILE, else sinks.npy of --inputs (InferSpec checks one per head)

@@ -26,6 +26,7 @@
 #include "run/experiment.h"
 #include "run/npy.h"
 #include "run_files.h"
+#include "spec_from_tensors.h"
 #include "run/precision.h"
 #include "layout/thd.h"
 #include "plan/trace_plan.h"
@@ -176,37 +177,30 @@ int run_action(RunOptions& o) {
   prepare_outputs(o.files, s.backward);
   // .npy inputs: every header first (shapes checked against each other and the options), then the
   // run's rules and memory estimate, and only then the data
-  NpyHeader hq, hk_, hv, hdo;
-  if (any_in) {
-    // sizes come from the files; a size also given on the command line must agree with them
-    auto given = [&](const char* name, index_t v) { return o.cp.given(name) ? v : index_t{0}; };
-    index_t seq = given("seq", f.seq), h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
-    index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-    hq = header3(o.files.q, "Q", seq, h, d);
-    hk_ = header3(o.files.k, "K", seq, hk, d);
-    hv = header3(o.files.v, "V", seq, hk, dv);
-    f.seq = seq, f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
-  }
+  // (a file's header is read when header3 first looks at it)
+  const TensorSource q = TensorSource::file(o.files.q), k = TensorSource::file(o.files.k), v = TensorSource::file(o.files.v);
+  const TensorSource dout = TensorSource::file(o.files.dout);
+  if (any_in) run_sizes(f, given_sizes(o.cp, f), q, k, v);  // sizes come from the files; a size also given must agree
   s.cp = CpSpec(f);
   o.files.dsinks = s.cp.sinks() && s.backward;  // --out-dir also writes dsinks.npy
   if (s.backward && !o.files.dout.empty()) {
     index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
-    hdo = header3(o.files.dout, "dO", seq, h, dv);
+    header3(dout, "dO", seq, h, dv);
   }
   validate(s);  // the memory estimate counts the inputs: nothing big is allocated before this
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   Inputs in;
   if (any_in) {
-    in.q = load3(o.files.q, "Q", hq);
-    in.k = load3(o.files.k, "K", hk_);
-    in.v = load3(o.files.v, "V", hv);
+    in.q = load3(q, "Q");
+    in.k = load3(k, "K");
+    in.v = load3(v, "V");
   } else {
     in = make_inputs(s);
   }
   in.sinks = sink_inputs(s);
   if (s.backward) {
     if (!o.files.dout.empty()) {
-      in.dout = load3(o.files.dout, "dO", hdo);
+      in.dout = load3(dout, "dO");
     } else if (in.dout.n == 0) {
       RunSpec only_do = s;
       in.dout = make_inputs(only_do).dout;

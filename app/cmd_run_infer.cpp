@@ -152,16 +152,17 @@ int run_infer_action(InferRunArgs& a) {
   require(!any_in || (!a.files.q.empty() && !a.files.k.empty() && !a.files.v.empty()),
           "--q, --k and --v must be given together");
   prepare_outputs(a.files, false);  // every output checked before anything is read or run
-  NpyHeader hq, hk_, hv;
+  // the --q, --k, --v files (a header is read when header3 first looks at it)
+  const TensorSource qf = TensorSource::file(a.files.q), kf = TensorSource::file(a.files.k), vf = TensorSource::file(a.files.v);
   if (any_in) {
     // the sizes come from the files (a size also given must agree); T too, unless --seq or
     // --cu-seqlens says it; the rows of k and v must then be the spec's P + T
     auto given = [&](const char* name, index_t v) { return a.cp.given(name) ? v : index_t{0}; };
     index_t t = 0, kv = 0, kv_v = 0, h = given("heads", f.heads), hk = given("kv-heads", f.kv_heads);
     index_t d = given("head-dim", f.head_dim), dv = given("v-head-dim", f.v_head_dim);
-    hq = header3(a.files.q, "Q", t, h, d);
-    hk_ = header3(a.files.k, "K", kv, hk, d);
-    hv = header3(a.files.v, "V", kv_v, hk, dv);
+    header3(qf, "Q", t, h, d);
+    header3(kf, "K", kv, hk, d);
+    header3(vf, "V", kv_v, hk, dv);
     f.heads = h, f.kv_heads = hk, f.head_dim = d, f.v_head_dim = dv;
     if (!a.cp.given("seq") && !a.cp.given("cu-seqlens")) f.fresh = {t};
     rs.spec = InferSpec(f);
@@ -177,9 +178,9 @@ int run_infer_action(InferRunArgs& a) {
   if (check_only) return 0;
   InferInputs in;
   if (any_in) {
-    in.q = load3(a.files.q, "Q", hq);
-    in.k = load3(a.files.k, "K", hk_);
-    in.v = load3(a.files.v, "V", hv);
+    in.q = load3(qf, "Q");
+    in.k = load3(kf, "K");
+    in.v = load3(vf, "V");
     in.sinks = sinks_of(rs);
   } else {
     in = make_infer_inputs(rs);

@@ -65,10 +65,11 @@ std::vector<std::filesystem::path> missing_folders(const std::string& dir) {
 
 }  // namespace
 
-// the header of a 3-d (s, heads, dim) Q/K/V/dO file, checked against (and filling) the sizes known
+// the header of a 3-d (s, heads, dim) Q/K/V/dO source, checked against (and filling) the sizes known
 // so far; no data is read (run_action checks the run's memory before load3 allocates anything)
-NpyHeader header3(const std::string& path, const char* what, index_t& s, index_t& h, index_t& d) {
-  NpyHeader hd = npy_read_header(path);
+const NpyHeader& header3(const TensorSource& src, const char* what, index_t& s, index_t& h, index_t& d) {
+  const std::string& path = src.name;
+  const NpyHeader& hd = src.header();
   require(hd.shape.size() == 3, path + ": " + what + " must be 3-d (seq, heads, head_dim), got shape " + npy_shape_string(hd.shape));
   if (std::find(hd.shape.begin(), hd.shape.end(), 0) != hd.shape.end())
     throw Error(path + ": " + what + " has shape " + npy_shape_string(hd.shape) +
@@ -85,15 +86,13 @@ NpyHeader header3(const std::string& path, const char* what, index_t& s, index_t
   return hd;
 }
 
-// the data of a file whose header header3 checked; NaN and inf refused
-Tensor3<double> load3(const std::string& path, const char* what, const NpyHeader& hd) {
-  NpyArray a = npy_read(path, hd);
-  for (size_t i = 0; i < a.values.size(); ++i)
-    if (!std::isfinite(a.values[i]))  // the message is built for the first bad element only
-      throw Error(path + ": " + what + " element " + std::to_string(i) + " is not finite (NaN or inf inputs are refused)");
-  Tensor3<double> x;  // takes the values over (no second whole-size buffer)
-  x.n = a.shape[0], x.h = a.shape[1], x.d = a.shape[2];
-  x.data = std::move(a.values);
+// the data of a source whose header header3 checked; NaN and inf refused
+Tensor3<double> load3(const TensorSource& src, const char* what) {
+  const std::vector<std::int64_t>& sh = src.shape();
+  Tensor3<double> x = source_tensor(src, sh[0], sh[1], sh[2]);
+  for (size_t i = 0; i < x.data.size(); ++i)
+    if (!std::isfinite(x.data[i]))  // the message is built for the first bad element only
+      throw Error(src.name + ": " + what + " element " + std::to_string(i) + " is not finite (NaN or inf inputs are refused)");
   return x;
 }
 

@@ -1,4 +1,5 @@
-// check_inputs.cpp: reading and checking the files of `cplab check` (check_inputs.h).
+// check_inputs.cpp: the rules of `cplab check`'s tensors, on sources found in folders or given in
+// memory (check_inputs.h). What it is not: finding the files (check_files.cpp).
 #include "check/check_inputs.h"
 
 #include <algorithm>
@@ -50,73 +51,49 @@ int coarseness(NpyDtype t) {
   return 0;
 }
 
-// whether p exists; a path that cannot be looked at (a symbolic link loop, a folder that cannot be
-// searched) is a cplab::Error naming it and the reason, never "missing"
-bool file_exists(const fs::path& p) {
-  std::error_code ec;
-  const bool there = fs::exists(p, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw Error(p.string() + ": cannot look at it (" + ec.message() + ")");
-  return there;
+using SourceMap = std::map<std::string, TensorSource>;
+const std::vector<std::string> kInputKeys = {"q", "k", "v", "do", "sinks"};
+const std::vector<std::string> kOutputKeys = {"o", "lse", "dq", "dk", "dv", "dsinks"};
+
+const TensorSource* find(const SourceMap& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
 }
 
-// the rank{r} entries of an outputs folder: each must be a rank of this run (r < P), or cplab::Error
-void refuse_other_ranks(const fs::path& dir, index_t P) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot list the outputs folder (" + ec.message() + ")");
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string n = it->path().filename().string();
-    if (n.size() < 5 || n.compare(0, 4, "rank") != 0 || n.size() > 14) continue;
-    if (!std::all_of(n.begin() + 4, n.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    const index_t r = std::stoll(n.substr(4));
-    require(r < P, (dir / n).string() + " exists but cp is " + num(P) + " (ranks 0-" + num(P - 1) +
-                       "): the shards must come from a run with the same --cp (remove the folders of other ranks)");
+// memory's rule: every key names a tensor of the check (what: "outputs", "outputs[2]")
+void refuse_unknown_keys(const SourceMap& m, const std::string& what, const std::vector<std::string>& known) {
+  for (const auto& entry : m) {
+    if (std::find(known.begin(), known.end(), entry.first) != known.end()) continue;
+    std::string list;
+    for (size_t i = 0; i < known.size(); ++i) list += (i ? ", " : "") + known[i];
+    throw Error(what + " has a key '" + entry.first + "': expected " + list);
   }
-  if (ec) throw Error(dir.string() + ": cannot list the outputs folder (" + ec.message() + ")");
 }
 
-// one file to read: its path, the shape it must have (and what the dimensions are), its header
-struct FileSpec {
-  std::string path;
-  std::vector<std::int64_t> shape;
-  const char* dims;  // "(seq, heads, head-dim)", for the message
-  NpyHeader header;
+// how the messages name a tensor that is absent (one that is there is named by its source)
+struct Naming {
+  const CheckSources& s;
+  std::string file(const std::string& key) const { return s.files ? key + ".npy" : key; }  // "q.npy" / "q"
+  std::string grads() const { return file("dq") + ", " + file("dk") + " and " + file("dv"); }
+  std::string input(const std::string& key) const {
+    if (s.files) return (fs::path(s.inputs_name) / file(key)).string();
+    return s.inputs_name.empty() ? key : s.inputs_name + "['" + key + "']";
+  }
+  std::string output(const std::string& key) const {
+    return s.files ? (fs::path(s.outputs_name) / file(key)).string() : s.outputs_name + "['" + key + "']";
+  }
+  // rank: "2", or "{0..3}" for all of them
+  std::string shard(const std::string& rank, const std::string& key) const {
+    return s.files ? (fs::path(s.outputs_name) / ("rank" + rank) / file(key)).string()
+                   : s.outputs_name + "[" + rank + "]['" + key + "']";
+  }
 };
-
-NpyHeader checked_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& what) {
-  NpyHeader h = npy_read_header(path);
-  if (h.shape != shape)
-    throw Error(path + ": has shape " + npy_shape_string(h.shape) + " but the spec needs " + npy_shape_string(shape) +
-                " = " + what);
-  return h;
-}
-
-// the data of a checked file; NaN and inf refused (LSE: -inf allowed), the first bad element named;
-// a claimed output (output) keeps them: its NaN and inf are evidence (error_map.h), not bad input
-std::vector<double> checked_data(const FileSpec& f, bool lse, bool output = false) {
-  NpyArray a = npy_read(f.path, f.header);
-  for (size_t i = 0; i < a.values.size() && !output; ++i) {
-    const double x = a.values[i];
-    if (std::isfinite(x) || (lse && x == -INFINITY)) continue;
-    std::string at;  // the element's index in the file's own shape
-    std::int64_t rest = static_cast<std::int64_t>(i);
-    for (size_t d = f.shape.size(); d-- > 0;) {
-      at = (d ? ", " : "") + std::to_string(rest % f.shape[d]) + at;
-      rest /= f.shape[d];
-    }
-    throw Error(f.path + ": element [" + at + "] is " + (std::isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf") +
-                (lse ? "; cplab check compares finite values only (LSE may hold -inf, for a row that sees no key)"
-                     : "; cplab check compares finite values only (NaN and infinities are refused)"));
-  }
-  return std::move(a.values);
-}
 
 struct InputShapes {
   std::int64_t S, h, hk, d, dv, n;
 };
 
-// the shape of an output in global (rank < 0) or rank-local order
+// the shape of an output in global or rank-local (shard) order
 std::vector<std::int64_t> out_shape(CheckTensor t, const InputShapes& s, bool shard) {
   const std::int64_t tok = shard ? s.n : s.S;
   switch (t) {
@@ -140,179 +117,190 @@ const char* out_dims(CheckTensor t, bool shard) {
   return "";
 }
 
-// the files holding output t: none, the global file, or one shard per rank (cplab::Error if both,
-// or if the shards are incomplete)
-std::vector<FileSpec> output_files(const fs::path& dir, CheckTensor t, const InputShapes& s, index_t P) {
-  const std::string name = std::string(tensor_key(t)) + ".npy";
-  const fs::path global = dir / name;
-  std::vector<index_t> shards;
-  for (index_t r = 0; r <= P; ++r)
-    if (file_exists(dir / ("rank" + num(r)) / name)) shards.push_back(r);
-  if (file_exists(global)) {
-    require(shards.empty(), global.string() + " and " + (dir / ("rank" + num(shards.empty() ? 0 : shards[0])) / name).string() +
-                                " both exist: give " + tensor_label(t) + " either in global order or as per-rank shards, not both");
-    return {FileSpec{global.string(), out_shape(t, s, false), out_dims(t, false), {}}};
+// the sources of one output: none, the global one, or one per rank 0..P-1 (shard); cplab::Error if
+// both, or if a rank lacks it (both, missing: the rule, for the message)
+struct OutputSources {
+  std::vector<const TensorSource*> src;
+  bool shard = false;
+};
+OutputSources output_sources(const CheckSources& s, const Naming& nm, const std::string& key, index_t P,
+                             const std::string& both, const std::string& missing) {
+  const TensorSource* global = find(s.outputs, key);
+  std::vector<size_t> have;
+  for (size_t r = 0; r < s.shards.size(); ++r)
+    if (find(s.shards[r], key)) have.push_back(r);
+  if (global) {
+    require(have.empty(), global->name + " and " + (have.empty() ? std::string() : find(s.shards[have[0]], key)->name) + both);
+    return {{global}, false};
   }
-  if (shards.empty()) return {};
-  require(shards.back() < P, (dir / ("rank" + num(P)) / name).string() + " exists but cp is " + num(P) + " (ranks 0-" +
-                                 num(P - 1) + "): the shards must come from a run with the same --cp");
-  for (index_t r = 0; r < P; ++r)
-    require(std::find(shards.begin(), shards.end(), r) != shards.end(),
-            (dir / ("rank" + num(r)) / name).string() + " is missing: per-rank shards need one file per rank 0-" + num(P - 1) +
-                " (cp " + num(P) + ")");
-  std::vector<FileSpec> files;
-  for (index_t r = 0; r < P; ++r)
-    files.push_back(FileSpec{(dir / ("rank" + num(r)) / name).string(), out_shape(t, s, true), out_dims(t, true), {}});
-  return files;
+  if (have.empty()) return {};
+  OutputSources out{{}, true};
+  for (index_t r = 0; r < P; ++r) {
+    const TensorSource* x = find(s.shards[sz(r)], key);
+    require(x != nullptr, nm.shard(num(r), key) + " is missing: " + missing);
+    out.src.push_back(x);
+  }
+  return out;
 }
 
-// dsinks: none, DIR/dsinks.npy, or one rank{r}/dsinks.npy per rank (cplab::Error if both or incomplete)
-std::vector<std::string> dsinks_files(const fs::path& dir, index_t P) {
-  const fs::path global = dir / "dsinks.npy";
-  std::vector<std::string> shards;
-  for (index_t r = 0; r < P; ++r)
-    if (file_exists(dir / ("rank" + num(r)) / "dsinks.npy")) shards.push_back((dir / ("rank" + num(r)) / "dsinks.npy").string());
-  if (file_exists(global)) {
-    require(shards.empty(), global.string() + " and " + (shards.empty() ? std::string() : shards[0]) + " both exist: give dsinks either summed or as per-rank parts, not both");
-    return {global.string()};
+// NaN and inf refused (LSE: -inf allowed), the first bad element named in the source's own shape
+void refuse_nonfinite(const TensorSource& src, const double* v, size_t n, bool lse) {
+  for (size_t i = 0; i < n; ++i) {
+    const double x = v[i];
+    if (std::isfinite(x) || (lse && x == -INFINITY)) continue;
+    const std::vector<std::int64_t>& shape = src.shape();
+    std::string at;
+    std::int64_t rest = static_cast<std::int64_t>(i);
+    for (size_t d = shape.size(); d-- > 0;) {
+      at = (d ? ", " : "") + std::to_string(rest % shape[d]) + at;
+      rest /= shape[d];
+    }
+    throw Error(src.name + ": element [" + at + "] is " + (std::isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf") +
+                (lse ? "; cplab check compares finite values only (LSE may hold -inf, for a row that sees no key)"
+                     : "; cplab check compares finite values only (NaN and infinities are refused)"));
   }
-  if (shards.empty()) return {};
-  for (index_t r = 0; r < P; ++r)
-    require(file_exists(dir / ("rank" + num(r)) / "dsinks.npy"),
-            (dir / ("rank" + num(r)) / "dsinks.npy").string() + " is missing: per-rank dsinks need one file per rank 0-" + num(P - 1) +
-                " (each rank's d s_h over its own rows; cplab check adds them up)");
-  return shards;
 }
 
 }  // namespace
 
-bool check_path_exists(const std::string& path) { return file_exists(path); }
-
-NpyHeader check_npy_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& dims) {
-  return checked_header(path, shape, dims);
+const NpyHeader& check_source_shape(const TensorSource& src, const std::vector<std::int64_t>& shape, const std::string& dims) {
+  const NpyHeader& h = src.header();
+  if (h.shape != shape)
+    throw Error(src.name + ": has shape " + npy_shape_string(h.shape) + " but the spec needs " + npy_shape_string(shape) +
+                " = " + dims);
+  return h;
 }
 
-std::vector<double> check_npy_data(const std::string& path, const NpyHeader& header, bool lse) {
-  return checked_data(FileSpec{path, header.shape, "", header}, lse);
+std::vector<double> check_source_values(const TensorSource& src, bool lse, bool output) {
+  std::vector<double> v = src.values();
+  if (!output) refuse_nonfinite(src, v.data(), v.size(), lse);
+  return v;
 }
 
-std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads) {
-  const fs::path p = fs::path(inputs_dir) / "sinks.npy";
-  require(file_exists(p), p.string() + " is missing: --sinks needs the sink logits, shape (heads,), as sinks.npy in --inputs or "
-                                       "given by --sink-logits FILE");
-  const NpyHeader h = npy_read_header(p.string());
-  require(h.shape.size() == 1, p.string() + ": sink logits must be 1-d, shape (heads,), got shape " + npy_shape_string(h.shape));
-  require(h.count <= kMaxHeads, p.string() + ": " + std::to_string(h.count) + " sink logits, more than " + num(kMaxHeads) + " heads");
-  require(h.shape[0] == heads, p.string() + ": holds " + std::to_string(h.shape[0]) + " sink logits but q.npy has " + num(heads) +
-                                  " heads: one logit per query head, shape (" + num(heads) + ",)");
-  std::vector<double> v = npy_read(p.string(), h).values;
+std::vector<double> read_sink_logits(const TensorSource& sinks, index_t heads, const std::string& q_name) {
+  const std::string& n = sinks.name;
+  const NpyHeader& h = sinks.header();
+  require(h.shape.size() == 1, n + ": sink logits must be 1-d, shape (heads,), got shape " + npy_shape_string(h.shape));
+  require(h.count <= kMaxHeads, n + ": " + std::to_string(h.count) + " sink logits, more than " + num(kMaxHeads) + " heads");
+  require(h.shape[0] == heads, n + ": holds " + std::to_string(h.shape[0]) + " sink logits but " + q_name + " has " + num(heads) +
+                                   " heads: one logit per query head, shape (" + num(heads) + ",)");
+  std::vector<double> v = sinks.values();
   for (size_t i = 0; i < v.size(); ++i)
-    require(std::isfinite(v[i]), p.string() + ": element [" + std::to_string(i) + "] is " + (std::isnan(v[i]) ? "NaN" : "infinite") +
+    require(std::isfinite(v[i]), n + ": element [" + std::to_string(i) + "] is " + (std::isnan(v[i]) ? "NaN" : "infinite") +
                                      "; every sink logit must be a finite number");
   return v;
 }
 
-CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir) {
-  auto folder = [](const std::string& dir, const std::string& what, const char* holds) {
-    std::error_code ec;
-    const bool is_dir = fs::is_directory(dir, ec);
-    if (ec && ec != std::errc::no_such_file_or_directory)
-      throw Error(what + " " + dir + ": cannot use it as a folder (" + ec.message() + ")");
-    require(is_dir, what + " " + dir + ": not a directory (it must hold " + holds + ")");
-  };
-  folder(inputs_dir, "--inputs", "q.npy, k.npy, v.npy and optionally do.npy");
-  folder(outputs_dir, "--outputs", "o.npy and optionally lse.npy, dq.npy, dk.npy, dv.npy, or rank{r}/ shards of them");
-  const InputShapes s{spec.S(), spec.h(), spec.hk(), spec.d(), spec.dv(), spec.n()};
-  const fs::path in_dir(inputs_dir), out_dir(outputs_dir);
+CheckData load_check_data(const CpSpec& spec, const CheckSources& s) {
+  const Naming nm{s};
+  const index_t P = spec.P();
+  // memory's own rules (a folder's files are found by name, one rank{r}/ per rank)
+  refuse_unknown_keys(s.inputs, s.inputs_name.empty() ? "inputs" : s.inputs_name, kInputKeys);
+  refuse_unknown_keys(s.outputs, s.outputs_name, kOutputKeys);
+  require(s.shards.empty() || static_cast<index_t>(s.shards.size()) == P,
+          s.outputs_name + " is a list of " + num(static_cast<index_t>(s.shards.size())) + " per-rank dicts but cp is " + num(P));
+  for (size_t r = 0; r < s.shards.size(); ++r) refuse_unknown_keys(s.shards[r], s.outputs_name + "[" + std::to_string(r) + "]", kOutputKeys);
+  const InputShapes sh{spec.S(), spec.h(), spec.hk(), spec.d(), spec.dv(), spec.n()};
 
   // inputs: q, k, v required, do optional
+  struct Checked {
+    const TensorSource* src;
+    std::vector<std::int64_t> shape;
+    std::string dims;
+  };
   const char* in_names[] = {"q", "k", "v", "do"};
-  const std::vector<std::int64_t> in_shapes[] = {{s.S, s.h, s.d}, {s.S, s.hk, s.d}, {s.S, s.hk, s.dv}, {s.S, s.h, s.dv}};
+  const std::vector<std::int64_t> in_shapes[] = {{sh.S, sh.h, sh.d}, {sh.S, sh.hk, sh.d}, {sh.S, sh.hk, sh.dv}, {sh.S, sh.h, sh.dv}};
   const char* in_dims[] = {"(seq, heads, head-dim)", "(seq, kv-heads, head-dim)", "(seq, kv-heads, v-head-dim)", "(seq, heads, v-head-dim)"};
-  std::vector<FileSpec> inputs;
+  std::vector<Checked> inputs;
   for (int i = 0; i < 4; ++i) {
-    const fs::path p = in_dir / (std::string(in_names[i]) + ".npy");
-    if (i == 3 && !file_exists(p)) break;
-    require(file_exists(p), p.string() + " is missing: --inputs needs q.npy, k.npy and v.npy (and do.npy to check gradients)");
-    inputs.push_back(FileSpec{p.string(), in_shapes[i], in_dims[i], {}});
+    const TensorSource* x = find(s.inputs, in_names[i]);
+    if (i == 3 && !x) break;
+    require(x != nullptr, nm.input(in_names[i]) + " is missing: " + (s.files ? "--inputs" : "cplab check") + " needs " + nm.file("q") +
+                              ", " + nm.file("k") + " and " + nm.file("v") + " (and " + nm.file("do") + " to check gradients)");
+    inputs.push_back(Checked{x, in_shapes[i], in_dims[i]});
   }
-  // outputs, in global order or per-rank shards (of this run's ranks only)
-  refuse_other_ranks(out_dir, spec.P());
-  std::array<std::vector<FileSpec>, kCheckTensors> outs;
-  for (CheckTensor t : kAllCheckTensors) outs[idx(t)] = output_files(out_dir, t, s, spec.P());
-  require(!outs[idx(CheckTensor::o)].empty(), (out_dir / "o.npy").string() +
-                                                  " is missing (nor are there rank{r}/o.npy shards): cplab check needs O, and "
-                                                  "optionally LSE, dQ, dK, dV");
-  const bool any_grad = !outs[idx(CheckTensor::dq)].empty() || !outs[idx(CheckTensor::dk)].empty() || !outs[idx(CheckTensor::dv)].empty();
+  // outputs, in global order or per-rank shards
+  std::array<OutputSources, kCheckTensors> outs;
+  for (CheckTensor t : kAllCheckTensors)
+    outs[idx(t)] = output_sources(s, nm, tensor_key(t), P,
+                                  std::string(" both exist: give ") + tensor_label(t) + " either in global order or as per-rank shards, not both",
+                                  "per-rank shards need one file per rank 0-" + num(P - 1) + " (cp " + num(P) + ")");
+  require(!outs[idx(CheckTensor::o)].src.empty(),
+          nm.output("o") + " is missing (nor are there " + (s.files ? std::string("rank{r}/o.npy") : nm.shard("r", "o")) +
+              " shards): cplab check needs O, and optionally LSE, dQ, dK, dV");
+  auto has = [&](CheckTensor t) { return !outs[idx(t)].src.empty(); };
+  const bool any_grad = has(CheckTensor::dq) || has(CheckTensor::dk) || has(CheckTensor::dv);
   if (any_grad) {
     for (CheckTensor t : {CheckTensor::dq, CheckTensor::dk, CheckTensor::dv})
-      require(!outs[idx(t)].empty(), (out_dir / (std::string(tensor_key(t)) + ".npy")).string() +
-                                         " is missing: the gradients dq.npy, dk.npy and dv.npy are checked all three together");
-    require(inputs.size() == 4, (in_dir / "do.npy").string() + " is missing: the gradients in " + outputs_dir +
+      require(has(t), nm.output(tensor_key(t)) + " is missing: the gradients " + nm.grads() + " are checked all three together");
+    require(inputs.size() == 4, nm.input("do") + " is missing: the gradients in " + s.outputs_name +
                                     " can only be checked with the dO they were computed from");
   }
-  // sinks: the logits are the spec's; sinks.npy and dsinks.npy only with --sinks, dsinks with the gradients
-  const std::vector<std::string> ds = dsinks_files(out_dir, spec.P());
+  // sinks: the logits are the spec's; a sinks input and dsinks only with --sinks, dsinks with the gradients
+  const OutputSources ds = output_sources(s, nm, "dsinks", P, " both exist: give dsinks either summed or as per-rank parts, not both",
+                                          "per-rank dsinks need one file per rank 0-" + num(P - 1) +
+                                              " (each rank's d s_h over its own rows; cplab check adds them up)");
+  const std::string ds0 = ds.src.empty() ? std::string() : ds.src[0]->name;
   if (!spec.sinks()) {
-    require(!file_exists(in_dir / "sinks.npy"), (in_dir / "sinks.npy").string() +
-                                                   " exists but --sinks was not given: check with --sinks (the outputs then include the "
-                                                   "sinks), or remove the file");
-    require(ds.empty(), (ds.empty() ? std::string() : ds[0]) + " exists but --sinks was not given: d s_h is checked only with --sinks");
+    const TensorSource* logits = find(s.inputs, "sinks");
+    require(!logits, (logits ? logits->name : std::string()) +
+                         " exists but --sinks was not given: check with --sinks (the outputs then include the sinks), or remove the file");
+    require(ds.src.empty(), ds0 + " exists but --sinks was not given: d s_h is checked only with --sinks");
   } else {
-    require(ds.empty() || any_grad, ds.empty() ? std::string() : ds[0] + " is given without dq.npy, dk.npy and dv.npy: d s_h is checked "
-                                                                         "with the other gradients (and do.npy)");
+    require(ds.src.empty() || any_grad, ds.src.empty() ? std::string()
+                                                       : ds0 + " is given without " + nm.grads() +
+                                                             ": d s_h is checked with the other gradients (and " + nm.file("do") + ")");
   }
-  std::vector<FileSpec> ds_files;
-  for (const std::string& f : ds) ds_files.push_back(FileSpec{f, {s.h}, "(heads,)", {}});
   // every header first: shapes (and dtypes) before any data is read
-  for (FileSpec& f : inputs) f.header = checked_header(f.path, f.shape, f.dims);
-  for (auto& files : outs)
-    for (FileSpec& f : files) f.header = checked_header(f.path, f.shape, f.dims);
-  for (FileSpec& f : ds_files) f.header = checked_header(f.path, f.shape, f.dims);
+  for (const Checked& f : inputs) check_source_shape(*f.src, f.shape, f.dims);
+  for (CheckTensor t : kAllCheckTensors)
+    for (const TensorSource* x : outs[idx(t)].src) check_source_shape(*x, out_shape(t, sh, outs[idx(t)].shard), out_dims(t, outs[idx(t)].shard));
+  for (const TensorSource* x : ds.src) check_source_shape(*x, {sh.h}, "(heads,)");
 
   CheckData data;
-  data.inputs_dir = inputs_dir, data.outputs_dir = outputs_dir;
+  data.inputs_dir = s.inputs_name, data.outputs_dir = s.outputs_name;
   Tensor3<double>* in_tensors[] = {&data.in.q, &data.in.k, &data.in.v, &data.in.dout};
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor3<double>& x = *in_tensors[i];
-    x.n = inputs[i].shape[0], x.h = inputs[i].shape[1], x.d = inputs[i].shape[2];
-    x.data = checked_data(inputs[i], false);
-    data.input_dtypes[i] = inputs[i].header.dtype;
+    const TensorSource& x = *inputs[i].src;
+    Tensor3<double>& t = *in_tensors[i];
+    t = source_tensor(x, inputs[i].shape[0], inputs[i].shape[1], inputs[i].shape[2]);
+    refuse_nonfinite(x, t.data.data(), t.data.size(), false);
+    data.input_dtypes[i] = x.dtype();
   }
   if (!any_grad) data.in.dout = Tensor3<double>();  // dO without gradients to check: not needed
   if (spec.sinks()) data.in.sinks = spec.fields().sink_logits;
-  if (!ds_files.empty()) {
+  if (!ds.src.empty()) {
     ClaimedSinkGrad& g = data.dsinks;
-    g.present = true, g.x.assign(sz(s.h), 0.0), g.dtype = ds_files[0].header.dtype;
-    g.source = ds_files.size() == 1 ? ds_files[0].path : (out_dir / ("rank{0.." + num(spec.P() - 1) + "}") / "dsinks.npy").string();
-    for (const FileSpec& f : ds_files) {
-      const std::vector<double> v = checked_data(f, false);
-      if (coarseness(f.header.dtype) > coarseness(g.dtype)) g.dtype = f.header.dtype;
+    g.present = true, g.x.assign(sz(sh.h), 0.0), g.dtype = ds.src[0]->dtype();
+    g.source = ds.src.size() == 1 ? ds0 : nm.shard("{0.." + num(P - 1) + "}", "dsinks");
+    for (const TensorSource* x : ds.src) {
+      const std::vector<double> v = check_source_values(*x, false);
+      if (coarseness(x->dtype()) > coarseness(g.dtype)) g.dtype = x->dtype();
       for (size_t i = 0; i < v.size(); ++i) g.x[i] += v[i];
     }
   }
   const Partition& part = spec.partition();
   for (CheckTensor t : kAllCheckTensors) {
-    const std::vector<FileSpec>& files = outs[idx(t)];
+    const std::vector<const TensorSource*>& files = outs[idx(t)].src;
     if (files.empty()) continue;
     ClaimedTensor& c = data.out[idx(t)];
     const bool lse = t == CheckTensor::lse;
-    const std::vector<std::int64_t> gshape = out_shape(t, s, false);
+    const std::vector<std::int64_t> gshape = out_shape(t, sh, false);
     c.present = true;
-    c.x = lse ? Tensor3<double>(s.S, s.h, 1) : Tensor3<double>(gshape[0], gshape[1], gshape[2]);
-    c.dtype = files[0].header.dtype;
-    c.source = files.size() == 1 ? files[0].path : (out_dir / ("rank{0.." + num(spec.P() - 1) + "}") / (std::string(tensor_key(t)) + ".npy")).string();
+    c.x = lse ? Tensor3<double>(sh.S, sh.h, 1) : Tensor3<double>(gshape[0], gshape[1], gshape[2]);
+    c.dtype = files[0]->dtype();
+    c.source = files.size() == 1 ? files[0]->name : nm.shard("{0.." + num(P - 1) + "}", tensor_key(t));
     const index_t row = c.x.h * c.x.d;  // values per token
     for (size_t r = 0; r < files.size(); ++r) {
-      const std::vector<double> v = checked_data(files[r], lse, true);
-      if (coarseness(files[r].header.dtype) > coarseness(c.dtype)) c.dtype = files[r].header.dtype;
+      const std::vector<double> v = check_source_values(*files[r], lse, true);
+      if (coarseness(files[r]->dtype()) > coarseness(c.dtype)) c.dtype = files[r]->dtype();
       const bool shard = files.size() > 1;
       const std::vector<index_t> pos = shard ? part.indices(static_cast<index_t>(r)) : std::vector<index_t>();
-      const index_t ntok = shard ? s.n : s.S;
+      const index_t ntok = shard ? sh.n : sh.S;
       for (index_t l = 0; l < ntok; ++l) {
         const index_t g = shard ? pos[static_cast<size_t>(l)] : l;
         if (lse)  // (h, ntok) -> (S, h, 1)
-          for (index_t i = 0; i < s.h; ++i) c.x.at(g, i, 0) = v[static_cast<size_t>(i * ntok + l)];
+          for (index_t i = 0; i < sh.h; ++i) c.x.at(g, i, 0) = v[static_cast<size_t>(i * ntok + l)];
         else
           std::copy(v.begin() + l * row, v.begin() + (l + 1) * row, c.x.token(g));
       }

@@ -20,15 +20,23 @@
 //                    part (its rows' sum), added up. Without --sinks, sinks.npy and dsinks.npy are refused.
 // S is the packed total after padding when --cu-seqlens is given (padding tokens are rows of the
 // files too). Every header is read and checked before any data.
+// The same rules run on tensors in memory (the Python binding): CheckSources holds the inputs and
+// outputs as TensorSources (run/tensor_source.h), the files found in the folders or arrays in
+// memory, and every message names a tensor as its source does ("DIR/dq.npy" or "outputs['dq']",
+// "DIR/rank2/o.npy" or "outputs[2]['o']"); memory adds two rules: a key that is not a tensor's,
+// and a list of per-rank outputs whose length is not cp.
 // What it is not: the comparison (error_map.h) or the sizes' own rules (modes/cp_spec.h).
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "modes/cp_spec.h"
 #include "run/experiment.h"
 #include "run/npy.h"
+#include "run/tensor_source.h"
 
 namespace cplab {
 
@@ -59,7 +67,7 @@ struct ClaimedSinkGrad {
 
 struct CheckData {
   Inputs in;                        // q, k, v (global order, double); dout empty without do.npy; sinks (h) with --sinks
-  std::string inputs_dir, outputs_dir;
+  std::string inputs_dir, outputs_dir;  // the folders (CheckSources::inputs_name, outputs_name in memory)
   std::array<NpyDtype, 4> input_dtypes{};  // q, k, v, do
   std::array<ClaimedTensor, kCheckTensors> out;
   ClaimedSinkGrad dsinks;
@@ -70,20 +78,45 @@ struct CheckData {
 Tensor3<double> lse_tensor(const Rows<double>& lse);
 Rows<double> lse_rows(const Tensor3<double>& lse);
 
-// the sink logits of a check with --sinks and no --sink-logits: DIR/sinks.npy, 1-d (cplab::Error
-// naming the file if missing, not of shape (heads,), or not finite)
+// the tensors of a check, each found (a file) or given (memory); absent ones are absent keys
+struct CheckSources {
+  std::map<std::string, TensorSource> inputs;   // q (S, h, d), k (S, hk, d), v (S, hk, dv), [do (S, h, dv)], [sinks (h)]
+  std::map<std::string, TensorSource> outputs;  // global order: o (S, h, dv) [lse (h, S), dq (S, h, d), dk (S, hk, d),
+                                                // dv (S, hk, dv), dsinks (h)]
+  std::vector<std::map<std::string, TensorSource>> shards;  // or per rank r (none, or cp of them), r's local order:
+                                                            // o (S/cp, h, dv), lse (h, S/cp), ..., dsinks (h): r's part
+  // files: the folders (--inputs DIR, --outputs DIR); an absent tensor is named DIR/k.npy, DIR/rank{r}/k.npy.
+  // memory: "" and "outputs" (the defaults); an absent tensor is named k, outputs['k'], outputs[r]['k']
+  std::string inputs_name, outputs_name = "outputs";
+  bool files = false;
+};
+
+// Checks every rule for spec on the sources (cplab::Error naming the tensor and the rule): which
+// are there, then every header (shape), then the data. With spec.sinks() the sink logits are
+// spec's (CpFields::sink_logits); a sinks input without spec.sinks() is refused.
+CheckData load_check_data(const CpSpec& spec, const CheckSources& sources);
+
+// Finds the files of --inputs DIR and --outputs DIR (the folders' own rules, rank{r}/ shards of
+// this run's ranks only) and checks them as load_check_data(spec, sources) does.
+CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);
+
+// the sink logits (heads) of a source: 1-d, one per query head (q_name: what has the heads, for the
+// message), finite (cplab::Error naming the source)
+std::vector<double> read_sink_logits(const TensorSource& sinks, index_t heads, const std::string& q_name);
+// the sink logits of a check with --sinks and no --sink-logits: DIR/sinks.npy (cplab::Error naming
+// the file if missing, or as above)
 std::vector<double> read_sink_logits(const std::string& inputs_dir, index_t heads);
 
-// one file's checks, for the inference check (infer_check.h) to read its files by the same rules:
-// whether path exists (a path that cannot be looked at is a cplab::Error naming the reason); its
-// header, whose shape must be `shape` (cplab::Error naming the file, both shapes and dims, e.g.
-// "(T, heads, v-head-dim)"); its data, NaN and inf refused (lse: -inf allowed), the element named
+// one tensor's checks, for every reader of a check's tensors: its header, whose shape must be
+// `shape` (cplab::Error naming it, both shapes and dims, e.g. "(T, heads, v-head-dim)"); its data,
+// NaN and inf refused (lse: -inf allowed; output: kept, evidence for error_map.h), the element named
+const NpyHeader& check_source_shape(const TensorSource& src, const std::vector<std::int64_t>& shape, const std::string& dims);
+std::vector<double> check_source_values(const TensorSource& src, bool lse, bool output = false);
+
+// the same for a file (the inference check, infer_check.h): whether path exists (a path that cannot
+// be looked at is a cplab::Error naming the reason); its header; its data
 bool check_path_exists(const std::string& path);
 NpyHeader check_npy_header(const std::string& path, const std::vector<std::int64_t>& shape, const std::string& dims);
 std::vector<double> check_npy_data(const std::string& path, const NpyHeader& header, bool lse);
-
-// Reads and checks every file for spec (cplab::Error naming the file and the rule); the headers of
-// all of them first, then the data. With spec.sinks() the sink logits are spec's (CpFields::sink_logits).
-CheckData load_check_data(const CpSpec& spec, const std::string& inputs_dir, const std::string& outputs_dir);
 
 }  // namespace cplab

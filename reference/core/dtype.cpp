@@ -81,20 +81,23 @@ std::vector<std::byte> to_dtype(const std::vector<double>& x, DType t) {
 }
 
 std::vector<double> from_dtype(const std::vector<std::byte>& bytes, DType t) {
-  const size_t n = bytes.size() / dtype_size(t);
-  std::vector<double> out(n);
+  std::vector<double> out(bytes.size() / dtype_size(t));
+  from_dtype(bytes.data(), out.size(), t, out.data());
+  return out;
+}
+
+void from_dtype(const std::byte* bytes, std::size_t n, DType t, double* out) {
   for (size_t i = 0; i < n; ++i) {
     if (t == DType::f32) {
       float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      std::memcpy(&f, bytes + 4 * i, 4);
       out[i] = f;
     } else {
       std::uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      std::memcpy(&h, bytes + 2 * i, 2);
       out[i] = t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
   }
-  return out;
 }
 
 double round_to(double x, DType t) { return from_dtype(to_dtype({x}, t), t)[0]; }

@@ -26,6 +26,8 @@ std::size_t dtype_size(DType t);          // bytes per element
 std::vector<std::byte> to_dtype(const std::vector<double>& x, DType t);
 // the values of a host copy of a device array of type t (bytes.size() / dtype_size(t) elements)
 std::vector<double> from_dtype(const std::vector<std::byte>& bytes, DType t);
+// the same for n elements at bytes (n * dtype_size(t) bytes, any alignment), written to out[0, n)
+void from_dtype(const std::byte* bytes, std::size_t n, DType t, double* out);
 // x rounded to t and back: what the kernels actually see of x
 double round_to(double x, DType t);
 // the n elements at x rounded to t and back, in place (each through float, as round_to): what a

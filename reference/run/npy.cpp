@@ -3,9 +3,9 @@
 // What it is: a bounds-checked parser for the .npy preamble (magic, version, header length) and the
 // Python-literal header dict {'descr': ..., 'fortran_order': ..., 'shape': (...), } in any key
 // order and quoting (npy_read_header: nothing else is read), followed by a size-checked read of the
-// raw little-endian data (float32 converted in chunks, so the doubles are the only whole-size
-// buffer; float16 and bfloat16 through core/dtype.h's exact conversions); and a writer producing
-// version 1.0 files.
+// raw little-endian data (float32, float16 and bfloat16 converted in chunks by npy_to_double,
+// core/dtype.h's exact conversions, so the doubles are the only whole-size buffer); and a writer
+// producing version 1.0 files.
 // What it is not: a Python literal evaluator. Only the three keys NumPy writes, string / bool /
 // int-tuple values, and the float dtypes npy.h lists are accepted.
 #include "run/npy.h"
@@ -362,26 +362,28 @@ NpyArray npy_read(const std::string& path, const NpyHeader& expected) {
   };
   if (a.dtype == NpyDtype::f8) {
     read_exact(reinterpret_cast<char*>(a.values.data()), count * sizeof(double));
-  } else if (a.dtype == NpyDtype::f4) {  // float32, converted in chunks (no second whole-size buffer)
-    std::vector<float> chunk(std::min<std::size_t>(count, std::size_t{1} << 16));
-    for (std::size_t i = 0; i < count; i += chunk.size()) {
-      const std::size_t n = std::min(chunk.size(), count - i);
-      read_exact(reinterpret_cast<char*>(chunk.data()), n * sizeof(float));
-      std::copy(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n), a.values.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-  } else {  // float16 / bfloat16: 2-byte values, converted exactly (core/dtype.h) in chunks
-    const DType t = a.dtype == NpyDtype::f2 ? DType::f16 : DType::bf16;
-    const std::size_t step = std::size_t{1} << 16;
-    std::vector<std::byte> chunk;
+  } else {  // float32, float16, bfloat16: converted in chunks (no second whole-size buffer)
+    const std::size_t step = std::min<std::size_t>(count, std::size_t{1} << 16);
+    const auto item = static_cast<std::size_t>(npy_itemsize(a.dtype));
+    std::vector<std::byte> chunk(step * item);
     for (std::size_t i = 0; i < count; i += step) {
       const std::size_t n = std::min(step, count - i);
-      chunk.resize(2 * n);
-      read_exact(reinterpret_cast<char*>(chunk.data()), 2 * n);
-      const std::vector<double> x = from_dtype(chunk, t);
-      std::copy(x.begin(), x.end(), a.values.begin() + static_cast<std::ptrdiff_t>(i));
+      read_exact(reinterpret_cast<char*>(chunk.data()), n * item);
+      npy_to_double(chunk.data(), n, a.dtype, a.values.data() + i);
     }
   }
   return a;
+}
+
+void npy_to_double(const std::byte* raw, std::size_t count, NpyDtype dtype, double* out) {
+  switch (dtype) {
+    case NpyDtype::f8:
+      if (count > 0) std::memcpy(out, raw, count * sizeof(double));
+      return;
+    case NpyDtype::f4: return from_dtype(raw, count, DType::f32, out);
+    case NpyDtype::f2: return from_dtype(raw, count, DType::f16, out);
+    case NpyDtype::bf16: return from_dtype(raw, count, DType::bf16, out);
+  }
 }
 
 std::string npy_shape_string(const std::vector<std::int64_t>& shape) {

@@ -17,6 +17,7 @@
 // and float64 only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -57,6 +58,11 @@ NpyArray npy_read(const std::string& path);
 // Reads the data of a file whose header was read (and checked by the caller) with npy_read_header;
 // cplab::Error if the header no longer says the same.
 NpyArray npy_read(const std::string& path, const NpyHeader& expected);
+
+// The count little-endian elements of dtype at raw (count * npy_itemsize(dtype) bytes, any
+// alignment) as doubles, every value exactly, to out[0, count): the conversion npy_read applies to
+// a file's data, for the same data in memory (run/tensor_source.h).
+void npy_to_double(const std::byte* raw, std::size_t count, NpyDtype dtype, double* out);
 
 // Writes a C-ordered array of product(shape) elements (data may be null when that is 0), whole or
 // not at all (core/output_file.h: an existing file is replaced only by a complete new one).
