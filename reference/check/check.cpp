@@ -166,7 +166,7 @@ const std::vector<FaultFamily>& fault_families() {
 CheckReport run_check(const CpSpec& spec, const CheckData& data, const CheckOptions& options) {
   CheckReport rep;
   rep.spec = spec;
-  rep.inputs_dir = data.inputs_dir, rep.outputs_dir = data.outputs_dir;
+  rep.inputs_dir = data.inputs_dir, rep.outputs_dir = data.outputs_dir, rep.arrays = data.arrays;
   rep.input_dtypes = data.input_dtypes;
   rep.has_do = data.in.dout.n > 0;
   for (CheckTensor t : kAllCheckTensors) {

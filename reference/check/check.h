@@ -66,6 +66,7 @@ struct CheckReport {
   CpSpec spec;                          // a training check's spec (unused when `infer` is set)
   std::shared_ptr<const InferSpec> infer;  // an inference check's spec (infer_check.h), else null
   std::string inputs_dir, outputs_dir;
+  bool arrays = false;  // checked from memory (CheckData::arrays): the text names arrays, not folders
   std::array<ClaimedTensor, kCheckTensors> out;  // what was given (x emptied: the values are not kept)
   std::array<NpyDtype, 4> input_dtypes{};
   bool has_do = false;

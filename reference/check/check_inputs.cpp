@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -258,13 +259,13 @@ CheckData load_check_data(const CpSpec& spec, const CheckSources& s) {
   for (const TensorSource* x : ds.src) check_source_shape(*x, {sh.h}, "(heads,)");
 
   CheckData data;
-  data.inputs_dir = s.inputs_name, data.outputs_dir = s.outputs_name;
+  data.inputs_dir = s.inputs_name, data.outputs_dir = s.outputs_name, data.arrays = !s.files;
   Tensor3<double>* in_tensors[] = {&data.in.q, &data.in.k, &data.in.v, &data.in.dout};
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorSource& x = *inputs[i].src;
     Tensor3<double>& t = *in_tensors[i];
     t = source_tensor(x, inputs[i].shape[0], inputs[i].shape[1], inputs[i].shape[2]);
-    refuse_nonfinite(x, t.data.data(), t.data.size(), false);
+    refuse_nonfinite(x, std::as_const(t).data.data(), t.data.size(), false);  // const: a borrowed tensor stays borrowed
     data.input_dtypes[i] = x.dtype();
   }
   if (!any_grad) data.in.dout = Tensor3<double>();  // dO without gradients to check: not needed
@@ -290,6 +291,7 @@ CheckData load_check_data(const CpSpec& spec, const CheckSources& s) {
     c.x = lse ? Tensor3<double>(sh.S, sh.h, 1) : Tensor3<double>(gshape[0], gshape[1], gshape[2]);
     c.dtype = files[0]->dtype();
     c.source = files.size() == 1 ? files[0]->name : nm.shard("{0.." + num(P - 1) + "}", tensor_key(t));
+    c.shards = files.size() > 1;  // (cp 1: one shard is the global order)
     const index_t row = c.x.h * c.x.d;  // values per token
     for (size_t r = 0; r < files.size(); ++r) {
       const std::vector<double> v = check_source_values(*files[r], lse, true);

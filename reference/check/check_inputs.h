@@ -53,7 +53,8 @@ inline int idx(CheckTensor t) { return static_cast<int>(t); }
 struct ClaimedTensor {
   bool present = false;
   NpyDtype dtype = NpyDtype::f8;  // the least precise of its files
-  std::string source;             // "DIR/o.npy" or "DIR/rank{0..7}/o.npy"
+  std::string source;             // "DIR/o.npy" or "DIR/rank{0..7}/o.npy" (memory: "outputs['o']", "outputs[{0..7}]['o']")
+  bool shards = false;            // given as per-rank shards (each rank's local order), not in global order
   Tensor3<double> x;              // (S, heads, dim); LSE: (S, h, 1)
 };
 
@@ -68,6 +69,7 @@ struct ClaimedSinkGrad {
 struct CheckData {
   Inputs in;                        // q, k, v (global order, double); dout empty without do.npy; sinks (h) with --sinks
   std::string inputs_dir, outputs_dir;  // the folders (CheckSources::inputs_name, outputs_name in memory)
+  bool arrays = false;  // from memory (the Python binding: CheckSources without files), not from folders
   std::array<NpyDtype, 4> input_dtypes{};  // q, k, v, do
   std::array<ClaimedTensor, kCheckTensors> out;
   ClaimedSinkGrad dsinks;

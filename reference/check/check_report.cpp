@@ -90,14 +90,18 @@ void evidence(std::ostream& o, const CheckReport& r, const HypothesisResult& h, 
 std::string check_text(const CheckReport& r) {
   std::ostringstream o;
   o << r.verdict << "\n\n" << (r.infer ? infer_spec_line(*r.infer) : spec_line(r.spec)) << "\n";
-  o << "inputs:  " << r.inputs_dir << ": q.npy, k.npy, v.npy" << (r.has_do ? ", do.npy" : "") << " ("
-    << npy_dtype_name(r.input_dtypes[0]) << ")\n";
+  if (r.arrays)  // the Python binding's arrays
+    o << "inputs:  " << r.inputs_dir << "['q'], ['k'], ['v']" << (r.has_do ? ", ['do']" : "") << " (arrays, "
+      << npy_dtype_name(r.input_dtypes[0]) << ")\n";
+  else
+    o << "inputs:  " << r.inputs_dir << ": q.npy, k.npy, v.npy" << (r.has_do ? ", do.npy" : "") << " ("
+      << npy_dtype_name(r.input_dtypes[0]) << ")\n";
   if (!r.sink_logits.empty()) {
     o << "sinks:   ";
     for (size_t i = 0; i < r.sink_logits.size() && i < 8; ++i) o << (i ? ", " : "") << approx(r.sink_logits[i]);
     o << (r.sink_logits.size() > 8 ? ", ..." : "") << " (one logit per query head)\n";
   }
-  o << "outputs: " << r.outputs_dir << "\n";
+  o << "outputs: " << r.outputs_dir << (r.arrays ? " (arrays)" : "") << "\n";
   o << "\nerror vs the reference (dense attention in double; max|x - ref| / max|ref| per output):\n";
   for (CheckTensor t : kAllCheckTensors) {
     const int i = idx(t);

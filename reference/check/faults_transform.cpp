@@ -65,7 +65,7 @@ void layout_order(CheckContext& c) {
       h.id = "layout_order:" + H + "_placed_as_" + Pl;
       h.priority = 10;
       h.method = "the reference's tokens permuted";
-      const bool shards = c.data.out[idx(CheckTensor::o)].source.find("rank{") != std::string::npos;
+      const bool shards = c.data.out[idx(CheckTensor::o)].shards;
       if (shards && placed == spec.layout()) {
         h.name = "tokens out of order: the rank{r} shards hold the " + H + " layout's tokens, not the " + Pl + " layout's (--layout)";
         h.spec_hint = "--layout " + H;
@@ -216,7 +216,7 @@ void lse_layouts(CheckContext& c) {
   if (!c.present(CheckTensor::lse) || !c.worth({CheckTensor::lse}, "LSE layout")) return;
   const CpSpec& s = c.spec;
   const index_t h = s.h();
-  const bool shards = c.data.out[idx(CheckTensor::lse)].source.find("rank{") != std::string::npos;
+  const bool shards = c.data.out[idx(CheckTensor::lse)].shards;
   std::vector<std::vector<index_t>> files;  // each file's tokens, in its order
   if (shards) {
     for (index_t r = 0; r < s.P(); ++r) files.push_back(s.partition().indices(r));

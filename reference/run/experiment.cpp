@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -53,14 +54,23 @@ void run_typed(const RunSpec& s, const Inputs& in, RunReport& rep) {
   CpGrads<T> g;
   if (s.backward) g = cp_attention_backward(cp, state, shard(part, rounded<T>(in.dout)), comm);
   rep.seconds = secs(t0);
-  rep.o = cast<double>(unshard(part, out.o));
-  rep.lse = cast<double>(unshard_rows(part, out.lse));
+  // the results in double; with keep_run_dtype (float runs) also as computed (keep)
+  auto report = [&](Tensor3<T>&& x, Tensor3<double>& d, Tensor3<float>& kept) {
+    d = cast<double>(x);
+    if constexpr (std::is_same_v<T, float>)
+      if (s.keep_run_dtype) kept = std::move(x);
+  };
+  report(unshard(part, out.o), rep.o, rep.o32);
+  Rows<T> lse = unshard_rows(part, out.lse);
+  rep.lse = cast<double>(lse);
+  if constexpr (std::is_same_v<T, float>)
+    if (s.keep_run_dtype) rep.lse32 = std::move(lse);
   if (s.backward) {
-    rep.dq = cast<double>(unshard(part, g.dq));
+    report(unshard(part, g.dq), rep.dq, rep.dq32);
     Tensor3<T> dk = unshard(part, g.dk), dv = unshard(part, g.dv);
     if (f > 1) dk = sum_repeated_heads(dk, f), dv = sum_repeated_heads(dv, f);  // replicas' gradients add up
-    rep.dk = cast<double>(dk);
-    rep.dv = cast<double>(dv);
+    report(std::move(dk), rep.dk, rep.dk32);
+    report(std::move(dv), rep.dv, rep.dv32);
     rep.dsinks.assign(g.dsinks.begin(), g.dsinks.end());
   }
 }

@@ -35,6 +35,9 @@ struct RunSpec {
   // --precision as given (run/precision.h), for the reports: the caller rounds the inputs, cp
   // carries the ring's storage; "" none
   std::string precision = "";
+  // also keep the outputs in the run's dtype (RunReport::o32 ...; float runs only): the Python
+  // binding hands them out as float32 arrays without converting them again (python/src/)
+  bool keep_run_dtype = false;
 };
 
 // Limits of the CPU reference, so that a typo cannot turn into an hour-long (or memory-exhausting)
@@ -86,6 +89,9 @@ struct RunReport {
   Tensor3<double> o, dq, dk, dv;
   Rows<double> lse;
   std::vector<double> dsinks;  // (h) with sinks and backward
+  // the same in float, as the run computed them, when spec.keep_run_dtype and the dtype is float
+  Tensor3<float> o32, dq32, dk32, dv32;
+  Rows<float> lse32;
   double max_error() const;  // over the errors measured
 };
 

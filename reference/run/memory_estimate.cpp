@@ -185,7 +185,9 @@ MemoryEstimate estimate_memory(const RunSpec& s) {
   const double cp_bwd = b ? base + m.keep + out_copy + dout + std::max(x.o /* rounded dO */, m.bwd) : 0.0;
   // run_typed converts the results: O, LSE (and dQ, dK, dV) in double, through unshard's temporary
   // (and, with --replicate-kv, the sum of dK's replicas beside it)
-  const double report = d8.o + d8.l + (b ? d8.q + k8 + v8 : 0.0);
+  // (keep_run_dtype, float runs: also kept in float, for the Python binding)
+  const double report = d8.o + d8.l + (b ? d8.q + k8 + v8 : 0.0) +
+                        (s.keep_run_dtype && e == 4.0 ? 0.5 * (d8.o + d8.l + (b ? d8.q + k8 + v8 : 0.0)) : 0.0);
   const double unshard = x.largest() + (b && kv_ratio > 1 ? x.kr / kv_ratio : 0.0);
   const double results = base + m.keep + out_copy + dout + (b ? x.qkv() : 0.0) + report + unshard;
 

@@ -60,10 +60,11 @@ const double* TensorSource::f8_data() const {
 Tensor3<double> source_tensor(const TensorSource& src, index_t n, index_t h, index_t d) {
   require(src.shape() == std::vector<std::int64_t>{n, h, d},
           src.name + ": has shape " + npy_shape_string(src.shape()) + ", not (" + num(n) + ", " + num(h) + ", " + num(d) + ")");
+  // in-memory float64: the caller's elements, read in place (core/buffer.h: copy-on-write, so nothing
+  // of cplab ever writes into them)
+  if (const double* p = src.f8_data()) return Tensor3<double>::borrow(p, n, h, d);
   Tensor3<double> x;  // takes the values over (no second whole-size buffer)
   x.n = n, x.h = h, x.d = d;
-  // TODO(borrow): an in-memory float64 source (src.f8_data()) becomes Tensor3<double>::borrow of the
-  // caller's elements once core/tensor.h has it; until then values() copies them
   x.data = src.values();
   return x;
 }

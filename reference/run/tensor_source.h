@@ -53,8 +53,9 @@ class TensorSource {
   mutable std::optional<NpyHeader> header_;     // a file's: read on first use
 };
 
-// the (n, h, d) tensor of src, whose shape the caller checked is (n, h, d): its values()
-// (in-memory float64: a copy of the caller's elements)
+// the (n, h, d) tensor of src, whose shape the caller checked is (n, h, d): its values(), or for
+// in-memory float64 the caller's elements themselves (Tensor3::borrow: read in place, never written;
+// the caller keeps them alive while the tensor and its copies live)
 Tensor3<double> source_tensor(const TensorSource& src, index_t n, index_t h, index_t d);
 
 }  // namespace cplab
