@@ -22,6 +22,7 @@
 
 #include "check/check.h"
 #include "cmd_check_infer.h"
+#include "embedded_context.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/util.h"
@@ -46,6 +47,34 @@ struct CheckCmdOptions {
   CLI::Option* precision_opt = nullptr;
 };
 
+// the Python binding's check (embedded.h): the same options and rules on arrays; the report kept, not
+// printed (the binding prints nothing, writes nothing)
+int check_embedded_action(CheckCmdOptions& o, const std::optional<Precision>& prec, EmbeddedCheck& emb) {
+  require(o.png.empty() && !o.json && o.cp.mask.sink_logits.empty(),
+          "--out, --json and --sink-logits are the command line's: the Python binding returns the report (sinks: inputs['sinks'])");
+  const CheckSources& src = *emb.sources;
+  CpFields f = cp_fields(o.cp);
+  for (const char* name : {"q", "k", "v"})
+    require(src.inputs.count(name) == 1, "inputs has no '" + std::string(name) + "': it needs q, k and v (and do to check gradients)");
+  const auto sinks = src.inputs.find("sinks");
+  const CpSpec spec = check_spec(f, given_sizes(o.cp, f), src.inputs.at("q"), src.inputs.at("k"), src.inputs.at("v"),
+                                 sinks == src.inputs.end() ? nullptr : &sinks->second);
+  if (o.tolerance_opt->count() > 0)
+    require(o.tolerance > 0 && o.tolerance < 1, "--tolerance " + approx(o.tolerance) + " must be in (0, 1)");
+  if (prec) pipeline_spec(spec, *prec);
+  RunSpec rs;  // the limits of a run of this size (memory, CPU work), before any data is read
+  rs.cp = spec;
+  rs.backward = src.inputs.count("do") == 1;
+  rs.allow_long = o.allow_long;
+  validate(rs);
+  const CheckData data = load_check_data(spec, src);
+  CheckOptions opt;
+  if (o.tolerance_opt->count() > 0) opt.tolerance = o.tolerance;
+  opt.precision = prec;
+  emb.report = run_check(spec, data, opt);
+  return emb.report->exit_status();
+}
+
 int check_action(CheckCmdOptions& o) {
   std::optional<Precision> prec;  // --precision: parsed first, its rules before any file is read
   if (o.precision_opt->count() > 0) {
@@ -57,10 +86,12 @@ int check_action(CheckCmdOptions& o) {
             "implementation with that pipeline has on these inputs); give one of them");
   }
   if (infer_wanted(o.cp, o.infer)) {
+    require(embedded_check == nullptr, "inference checks (--kv-cache) are not in the Python binding yet; use cplab check --kv-cache");
     CheckInferArgs a{o.cp, o.infer, o.inputs, o.outputs, o.png, {}, o.json, o.allow_long};
     if (o.tolerance_opt->count() > 0) a.tolerance = o.tolerance;
     return check_infer_action(a);
   }
+  if (EmbeddedCheck* const emb = embedded_check) return check_embedded_action(o, prec, *emb);
   CpFields f = cp_fields(o.cp);
   require(!o.inputs.empty(), "--inputs needs a value, got an empty string");
   require(!o.outputs.empty(), "--outputs needs a value, got an empty string");

@@ -15,12 +15,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "run_text.h"
 #include "core/error.h"
 #include "cmd_run_infer.h"
+#include "embedded_context.h"
 #include "cp_options.h"
 #include "infer_options.h"
 #include "run/experiment.h"
@@ -150,12 +152,27 @@ int run_action(RunOptions& o) {
     require(o.given.at(name)->count() == 0 || !o.given.at(name)->as<std::string>().empty(),
             std::string("--") + name + " needs a value, got an empty string");
   const Precision prec = o.given.at("precision")->count() > 0 ? parse_precision(o.precision) : Precision{};
+  EmbeddedRun* const emb = embedded_run;  // the Python binding's call (embedded.h): arrays, no files, no printing
+  if (emb) {
+    require(!infer_wanted(o.cp, o.infer), "inference steps (--kv-cache) are not in the Python binding yet; use cplab run --kv-cache");
+    const RunFiles& fl = o.files;
+    for (const std::string* path : std::initializer_list<const std::string*>{&fl.q, &fl.k, &fl.v, &fl.dout, &fl.out_dir, &fl.trace, &fl.chrome, &o.cp.mask.sink_logits})
+      require(path->empty(), "--q, --k, --v, --do, --out-dir, --trace, --chrome-trace and --sink-logits are the command line's "
+                             "files: the Python binding takes arrays and returns the results");
+    require(!o.json && !o.plan_only, "--json and --plan-only are the command line's");
+  }
   if (infer_wanted(o.cp, o.infer)) {  // --kv-cache: an inference step (cmd_run_infer.cpp)
     require(prec.empty(), "--precision is not modelled for inference steps (--kv-cache); it emulates a training ring's storage");
     InferRunArgs a{o.cp, o.infer, o.files, s.dtype, s.seed, s.backward, s.allow_long, o.json, o.plan_only};
     return run_infer_action(a);
   }
   CpFields f = cp_fields(o.cp);  // mode, layout, merge, --hcp, --cu-seqlens and --seq (cp_options.h)
+  if (emb && emb->arrays->sinks) {  // the sink logits as an array (the command line's --sink-logits FILE)
+    const TensorSource& sk = *emb->arrays->sinks;
+    require(sk.shape().size() == 1, sk.name + " has shape " + npy_shape_string(sk.shape()) + ": the sink logits are 1-d, (heads,)");
+    f.sinks = true;
+    f.sink_logits = sk.values();
+  }
   apply_storage(prec, f);        // --precision partials=, merge=: the ring's storage between steps
   s.precision = to_string(prec);
   if (prec.accumulate) {
@@ -168,25 +185,30 @@ int run_action(RunOptions& o) {
     s.cp = CpSpec(f);
     return plan_action(o);
   }
-  require(o.files.dout.empty() || s.backward, "--do needs --backward");
-  const bool any_in = !o.files.q.empty() || !o.files.k.empty() || !o.files.v.empty();
-  require(!any_in || (!o.files.q.empty() && !o.files.k.empty() && !o.files.v.empty()),
-          "--q, --k and --v must be given together");
+  const RunArrays* arr = emb ? emb->arrays : nullptr;
+  const bool has_do = arr ? arr->dout != nullptr : !o.files.dout.empty();
+  require(!has_do || s.backward, arr ? "do needs backward=True (--backward)" : "--do needs --backward");
+  const bool any_in = arr ? (arr->q || arr->k || arr->v) : (!o.files.q.empty() || !o.files.k.empty() || !o.files.v.empty());
+  require(!any_in || (arr ? (arr->q && arr->k && arr->v) : (!o.files.q.empty() && !o.files.k.empty() && !o.files.v.empty())),
+          arr ? "q, k and v must be given together (or none: the seeded random inputs)" : "--q, --k and --v must be given together");
   // the outputs' paths (checked, nothing created or truncated): an output that is an input, or a
   // folder that cannot be written, fails now, before anything is read or run
   prepare_outputs(o.files, s.backward);
   // .npy inputs: every header first (shapes checked against each other and the options), then the
   // run's rules and memory estimate, and only then the data
   // (a file's header is read when header3 first looks at it)
-  const TensorSource q = TensorSource::file(o.files.q), k = TensorSource::file(o.files.k), v = TensorSource::file(o.files.v);
-  const TensorSource dout = TensorSource::file(o.files.dout);
+  // (the binding's arrays: app/embedded.h; a float64 one is then read in place, run/tensor_source.h)
+  auto source = [&](const TensorSource* a, const std::string& path) { return a ? *a : TensorSource::file(path); };
+  const TensorSource q = source(arr ? arr->q : nullptr, o.files.q), k = source(arr ? arr->k : nullptr, o.files.k);
+  const TensorSource v = source(arr ? arr->v : nullptr, o.files.v), dout = source(arr ? arr->dout : nullptr, o.files.dout);
   if (any_in) run_sizes(f, given_sizes(o.cp, f), q, k, v);  // sizes come from the files; a size also given must agree
   s.cp = CpSpec(f);
   o.files.dsinks = s.cp.sinks() && s.backward;  // --out-dir also writes dsinks.npy
-  if (s.backward && !o.files.dout.empty()) {
+  if (s.backward && has_do) {
     index_t seq = s.cp.S(), h = s.cp.h(), dv = s.cp.dv();
     header3(dout, "dO", seq, h, dv);
   }
+  s.keep_run_dtype = emb != nullptr;  // the binding hands out the float run's own float32 buffers
   validate(s);  // the memory estimate counts the inputs: nothing big is allocated before this
   if (check_only) return 0;  // tests/fuzz: the inputs are checked
   Inputs in;
@@ -199,7 +221,7 @@ int run_action(RunOptions& o) {
   }
   in.sinks = sink_inputs(s);
   if (s.backward) {
-    if (!o.files.dout.empty()) {
+    if (has_do) {
       in.dout = load3(dout, "dO");
     } else if (in.dout.n == 0) {
       RunSpec only_do = s;
@@ -207,25 +229,37 @@ int run_action(RunOptions& o) {
     }
   }
   if (prec.inputs) round_inputs(in, *prec.inputs);  // as the GPU sees them; the oracle reads the same
-  const RunReport r = run_experiment(s, in);
+  if (emb && emb->seen) {  // what the run reads its inputs from (tests of zero-copy)
+    const Tensor3<double>* xs[] = {&in.q, &in.k, &in.v, &in.dout};
+    for (int i = 0; i < 4; ++i)
+      if (xs[i]->n > 0) emb->seen->address[i] = xs[i]->data.data(), emb->seen->borrowed[i] = xs[i]->borrowed();
+  }
+  RunReport r = run_experiment(s, std::as_const(in));
   // a run whose check failed writes nothing: an existing output stays as it was
   std::string failed;
   const std::pair<const char*, std::optional<double>> errs[] = {
       {"O", r.err_o}, {"LSE", r.err_lse}, {"dQ", r.err_dq}, {"dK", r.err_dk}, {"dV", r.err_dv}, {"dsinks", r.err_dsinks}};
   for (const auto& [name, e] : errs)
     if (failed.empty() && e && !std::isfinite(*e)) failed = name;
-  if (failed.empty()) write_outputs(o.files, r, s.backward, s.dtype == "float");
-  if (o.json) std::cout << report_json(r).dump(2) << "\n";
-  else print_human(r);
+  std::string why;  // the failed check, as the command line says it
   if (!failed.empty()) {
     std::string key = failed;  // report_json's name of the tensor
     for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const bool overflowed = std::find(r.non_finite.begin(), r.non_finite.end(), key) != r.non_finite.end();
-    std::cerr << "cplab: check failed: the error of " << failed << " is not finite";
+    why = "check failed: the error of " + failed + " is not finite";
     if (overflowed)
-      std::cerr << " (the CP run's " << failed << " holds a NaN or an infinity where the dense reference is finite: "
-                << "it overflowed in " << s.dtype << ")";
-    std::cerr << "; no output file was written\n";
+      why += " (the CP run's " + failed + " holds a NaN or an infinity where the dense reference is finite: it overflowed in " + s.dtype + ")";
+  }
+  if (emb) {  // the binding: the report, or the failure with it; nothing printed or written
+    if (!why.empty()) throw RunFailed(why, std::move(r));
+    emb->report = std::move(r);
+    return 0;
+  }
+  if (failed.empty()) write_outputs(o.files, r, s.backward, s.dtype == "float");
+  if (o.json) std::cout << report_json(r).dump(2) << "\n";
+  else print_human(r);
+  if (!why.empty()) {
+    std::cerr << "cplab: " << why << "; no output file was written\n";
     return 1;
   }
   return 0;

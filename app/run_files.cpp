@@ -90,8 +90,9 @@ const NpyHeader& header3(const TensorSource& src, const char* what, index_t& s, 
 Tensor3<double> load3(const TensorSource& src, const char* what) {
   const std::vector<std::int64_t>& sh = src.shape();
   Tensor3<double> x = source_tensor(src, sh[0], sh[1], sh[2]);
-  for (size_t i = 0; i < x.data.size(); ++i)
-    if (!std::isfinite(x.data[i]))  // the message is built for the first bad element only
+  const Buffer<double>& values = x.data;  // read through const: a borrowed tensor stays borrowed
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))  // the message is built for the first bad element only
       throw Error(src.name + ": " + what + " element " + std::to_string(i) + " is not finite (NaN or inf inputs are refused)");
   return x;
 }
