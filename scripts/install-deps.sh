@@ -7,11 +7,13 @@
 # libopenblas-openmp-dev: the CPU attention kernel's products (reference/core/gemm.h); Debian's
 # OpenBLAS picks its kernels for the CPU at run time, and its OpenMP build runs one thread inside the
 # kernel's OpenMP loop (one level of threads). Without it the build falls back to Eigen's product.
+# python3-venv, python3-dev: the Python package (pip install . into a venv; its nanobind module
+# compiles against Python's headers); pip fetches nanobind, scikit-build-core, NumPy from PyPI.
 # CUDA is not installed here (it is optional: with nvcc on PATH the cuda/ parts are built too).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkgconf
       libeigen3-dev libopenblas-openmp-dev doctest-dev libcli11-dev nlohmann-json3-dev
-      python3 python3-numpy
+      python3 python3-numpy python3-venv python3-dev
       libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri libglx-mesa0 xvfb xauth
       libopenmpi-dev openmpi-bin)
 missing=()

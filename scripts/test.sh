@@ -8,6 +8,10 @@
 #   build-asan/  a CPU-only build (-DCPLAB_ENABLE_CUDA=OFF) under AddressSanitizer and
 #                UndefinedBehaviorSanitizer: the reference and command-line tests, the bad-input
 #                reproducers and the fuzz test (18-22 minutes; line-table debug info, -g1)
+#   .venv/       the Python package: `pip install ".[test]"` into a venv made with Debian's python3
+#                (the README's way), its build folder build/ (stage 1's objects are reused: only the
+#                nanobind module compiles), then its pytest suite (python/tests/), with CPLAB_CLI
+#                pointing at build/app/cplab for the tests that compare the two
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -47,11 +51,32 @@ stage() {
   fi
 }
 
-stage "stage 1/2: build + CUDA parts when nvcc exists (11-13 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
+stage "stage 1/3: build + CUDA parts when nvcc exists (11-13 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
 # -g1 (line tables: sanitizer reports still name the function, file and line) compiles about a third
 # faster than RelWithDebInfo's -g (19.7 s -> 13.5 s for check/sampled_attention.cpp, measured)
-stage "stage 2/2: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
+stage "stage 2/3: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+
+# stage 3: the Python package, installed into a venv as the README says, and its pytest suite
+python_stage() {
+  local t0=$SECONDS log="$logs/pytest.log"
+  echo "== test.sh: stage 3/3: the Python package (pip install into .venv) and its pytest suite =="
+  if [ ! -x .venv/bin/python ] && ! /usr/bin/python3 -m venv .venv; then
+    summary+=("stage 3/3 python: could not make the venv .venv"); status=1; return
+  fi
+  if ! .venv/bin/pip install -q ".[test]" --config-settings=build-dir="$PWD/build"; then
+    summary+=("stage 3/3 python: pip install FAILED ($(( SECONDS - t0 )) s)"); status=1; return
+  fi
+  CPLAB_CLI="$PWD/build/app/cplab" .venv/bin/python -m pytest python/tests -rs -p no:cacheprovider 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  summary+=("stage 3/3 python (pytest): $(grep -E '^=+ .*(passed|failed|error).* =+$' "$log" | tail -1 | sed -E 's/^=+ (.*) =+$/\1/') ($(( SECONDS - t0 )) s)")
+  while read -r line; do summary+=("  $line"); done < <(grep -E '^SKIPPED' "$log")
+  if ((rc != 0)); then
+    status=1
+    while read -r line; do summary+=("  FAILED: $line"); done < <(grep -E '^(FAILED|ERROR) ' "$log")
+  fi
+}
+python_stage
 
 echo
 echo "== test.sh: summary =="
