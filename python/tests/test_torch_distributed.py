@@ -1,5 +1,5 @@
 """cplab.torch.check_distributed on 4 CPU processes (gloo): each rank passes its own shards; every
-rank gets the same report; a fault planted on one rank is named; a bad input on one rank raises
+rank gets the same report; a fault planted in every rank's outputs is named; a bad input on one rank raises
 on every rank. Skipped, by name, when torch is not installed."""
 import os
 import sys
@@ -28,8 +28,7 @@ def _worker(rank, init, results):
     s = {n: torch.from_numpy(a) for n, a in r.shard(rank).items()}
     out = []
     out.append(ct.check_distributed(local_in, s, **SPEC).verdict)
-    if rank == 2:  # one rank's dK and dV swapped
-        s["dk"], s["dv"] = s["dv"], s["dk"]
+    s["dk"], s["dv"] = s["dv"], s["dk"]  # a bug in the code every rank runs: dK and dV returned swapped
     out.append(ct.check_distributed(local_in, s, **SPEC).verdict)
     try:
         bad = dict(local_in, q=local_in["q"][:, :, :3]) if rank == 1 else local_in
