@@ -99,20 +99,28 @@ def test_fuzz_random_shapes_dtypes_options():
     dtypes = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.complex64, np.bool_]
     outcomes = {"ok": 0, "ValueError": 0, "TypeError": 0}
     for _ in range(200):
-        nd = int(rng.integers(0, 5))
-        shape = tuple(int(x) for x in rng.integers(0, 9, nd))
         dt = dtypes[int(rng.integers(len(dtypes)))]
-        q = rng.uniform(-1, 1, shape).astype(dt)
-        k = rng.uniform(-1, 1, tuple(int(x) for x in rng.integers(0, 9, nd))).astype(dt)
-        v = k.copy() if rng.random() < 0.7 else rng.uniform(-1, 1, shape).astype(dt)
+        if rng.random() < 0.5:  # near-valid: 3-d, the same tokens, GQA heads, a float dtype most of the time
+            seq, h, hk, d = (int(rng.choice(c)) for c in ([16, 32, 16, 12, 7], [2, 4], [1, 2, 2, 3], [4, 8]))
+            if rng.random() < 0.8:
+                dt = dtypes[int(rng.integers(4))]
+            q = rng.uniform(-1, 1, (seq, h, d)).astype(dt)
+            k = rng.uniform(-1, 1, (seq, hk, d)).astype(dt)
+            v = rng.uniform(-1, 1, (seq, hk, d)).astype(dt)
+        else:  # anything: 0-4 dimensions of 0-8
+            nd = int(rng.integers(0, 5))
+            shape = tuple(int(x) for x in rng.integers(0, 9, nd))
+            q = rng.uniform(-1, 1, shape).astype(dt)
+            k = rng.uniform(-1, 1, tuple(int(x) for x in rng.integers(0, 9, nd))).astype(dt)
+            v = k.copy() if rng.random() < 0.7 else rng.uniform(-1, 1, shape).astype(dt)
         if rng.random() < 0.2 and q.ndim:
             q = q[::-1]
-        opts = {}
+        opts = {"cp": 2}
         for key, choices in [("cp", [1, 2, 3, 4, 0, -1, 300]), ("layout", ["zigzag", "striped", "contiguous", "x"]),
                              ("mode", ["p2p", "allgather", "a2a", "a2a+p2p", "ring"]), ("causal", [True, False]),
                              ("window", [1, 3, 0, -2]), ("dtype", ["float", "double", "half"]), ("backward", [True, False]),
-                             ("seq", [8, 7, 0])]:
-            if rng.random() < 0.4:
+                             ("seq", [8, 7, 0]), ("heads", [2, 3]), ("kv_heads", [1, 5])]:
+            if rng.random() < 0.2:
                 opts[key] = choices[int(rng.integers(len(choices)))]
         try:
             if rng.random() < 0.7:
@@ -130,4 +138,4 @@ def test_fuzz_random_shapes_dtypes_options():
         except cplab.RunFailed:
             outcomes["ok"] += 1
     print("fuzz outcomes:", outcomes)
-    assert outcomes["ValueError"] > 50 and outcomes["TypeError"] > 10
+    assert outcomes["ok"] > 10 and outcomes["ValueError"] > 50 and outcomes["TypeError"] > 10
