@@ -24,6 +24,20 @@ def _find_cli():
     return shutil.which("cplab")
 
 
+def cli_args(options):
+    """The command line's words for keyword options, as the binding spells them (python/cplab/_options.py):
+    True a flag, a list joined by commas, "_" as "-"."""
+    out = []
+    for k, v in options.items():
+        if v is True:
+            out.append("--" + k.replace("_", "-"))
+        elif isinstance(v, (list, tuple)):
+            out += ["--" + k.replace("_", "-"), ",".join(map(str, v))]
+        else:
+            out += ["--" + k.replace("_", "-"), str(v)]
+    return out
+
+
 @pytest.fixture(scope="session")
 def cli():
     path = _find_cli()

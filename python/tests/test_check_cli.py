@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cplab
+from conftest import cli_args
 
 CASES = [
     # (spec, fault, output dtype)
@@ -70,18 +71,6 @@ def _normalized(j):
     return _drop_times(j)
 
 
-def _args(spec):
-    out = []
-    for k, v in spec.items():
-        if v is True:
-            out.append("--" + k.replace("_", "-"))
-        elif isinstance(v, (list, tuple)):
-            out += ["--" + k.replace("_", "-"), ",".join(map(str, v))]
-        else:
-            out += ["--" + k.replace("_", "-"), str(v)]
-    return out
-
-
 @pytest.mark.parametrize("i", range(len(CASES)))
 def test_check_same_report_as_cli(cli, tmp_path, i):
     spec, fault, dtype = CASES[i]
@@ -99,12 +88,12 @@ def test_check_same_report_as_cli(cli, tmp_path, i):
             (od / f"rank{rank}").mkdir()
             for k, v in s.items():
                 np.save(od / f"rank{rank}" / f"{k}.npy", np.ascontiguousarray(v))  # cplab check reads C order
-    p = cli("check", *_args(spec), "--inputs", tmp_path / "in", "--outputs", od, "--json")
+    p = cli("check", *cli_args(spec), "--inputs", tmp_path / "in", "--outputs", od, "--json")
     rep = cplab.check(inputs, shards if shards is not None else out, **spec)
     assert rep.exit_status == p.returncode, (rep.verdict, p.stdout[:300], p.stderr)
     assert _normalized(rep.to_json()) == _normalized(p.stdout)
     assert rep.equivalent == (fault is None)
-    text = cli("check", *_args(spec), "--inputs", tmp_path / "in", "--outputs", od).stdout
+    text = cli("check", *cli_args(spec), "--inputs", tmp_path / "in", "--outputs", od).stdout
     assert str(rep).splitlines()[0] == text.splitlines()[0]  # the verdict line
     if fault == "swap_dkdv":
         assert "dK and dV swapped" in rep.verdict

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cplab
+from conftest import cli_args
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (bfloat16 arrays) is not installed")
 
@@ -36,18 +37,6 @@ def _inputs(cfg, dtype, seed):
     return {k: v.astype(t) for k, v in x.items()}
 
 
-def _cli_args(cfg):
-    out = []
-    for k, v in cfg.items():
-        if v is True:
-            out.append("--" + k.replace("_", "-"))
-        elif isinstance(v, (list, tuple)):
-            out += ["--" + k.replace("_", "-"), ",".join(map(str, v))]
-        else:
-            out += ["--" + k.replace("_", "-"), str(v)]
-    return out
-
-
 @pytest.mark.parametrize("i", range(len(CONFIGS)))
 def test_run_bit_identical_to_cli(cli, tmp_path, i):
     cfg = CONFIGS[i]
@@ -59,7 +48,7 @@ def test_run_bit_identical_to_cli(cli, tmp_path, i):
         files += ["--" + name, tmp_path / f"{name}.npy"]
     sizes = {"seq", "heads", "kv_heads", "head_dim"}  # from the arrays (the CLI: from the files)
     cli_cfg = {k: v for k, v in cfg.items() if k not in sizes}
-    p = cli("run", *_cli_args(cli_cfg), *files, "--out-dir", tmp_path / "out", "--json")
+    p = cli("run", *cli_args(cli_cfg), *files, "--out-dir", tmp_path / "out", "--json")
     assert p.returncode == 0, p.stderr
     r = cplab.run(**x, **cli_cfg)
     for name in ["o", "lse", "dq", "dk", "dv", "dsinks"]:
@@ -85,7 +74,7 @@ def test_run_bit_identical_to_cli(cli, tmp_path, i):
 def test_random_inputs_match_cli(cli, tmp_path):
     """Without arrays, cplab.run uses the command's seeded inputs: the same outputs."""
     cfg = dict(mode="p2p", cp=2, seq=32, heads=2, kv_heads=1, head_dim=8, causal=True, backward=True, seed=7)
-    cli("run", *_cli_args(cfg), "--out-dir", tmp_path)
+    cli("run", *cli_args(cfg), "--out-dir", tmp_path)
     r = cplab.run(**cfg)
     for name in ["o", "lse", "dq", "dk", "dv"]:
         assert getattr(r, name).tobytes() == np.load(tmp_path / f"{name}.npy").tobytes(), name
