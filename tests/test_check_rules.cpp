@@ -126,7 +126,7 @@ TEST_CASE("check: correct outputs under the wrong spec name the spec they are co
   const Run striped = correct_run(fields(Mode::p2p, Layout::striped, 4, 64, true));
   const CpSpec zigzag(fields(Mode::p2p, Layout::zigzag, 4, 64, true));
   CheckData d = claimed(striped.in, layout_order(zigzag, striped.out, Layout::striped, Layout::zigzag), NpyDtype::f8);
-  for (ClaimedTensor& t : d.out) t.source = "out/rank{0..3}/x.npy";
+  for (ClaimedTensor& t : d.out) t.source = "out/rank{0..3}/x.npy", t.shards = true;
   const CheckReport r2 = run_check(zigzag, d);
   CHECK(r2.hypotheses.front().id == "layout_order:striped_placed_as_zigzag");
   CHECK(r2.verdict.find("(these outputs are correct for --layout striped)") != std::string::npos);
