@@ -12,6 +12,8 @@
 // limits (memory, CPU work) are checked before any data is read. The check itself, its report and
 // JSON are reference/check/check.h's.
 // With --kv-cache the check is an inference step's (cmd_check_infer.h).
+// For the Python binding (embedded.h: embedded_check set) check_embedded_action takes the tensors
+// from memory (CheckSources) by the same rules and leaves the report instead of printing it.
 // Exit status: 0 equivalent, 1 not equivalent (the diagnosis printed), 2 bad input.
 // What it is not: the comparison or the diagnosis (reference/check/).
 #include <filesystem>

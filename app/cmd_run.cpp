@@ -7,6 +7,9 @@
 // --plan-only writes the trace of reference/plan/trace_plan.h instead and prints the same per-rank
 // table from it, computing nothing. The mask options (--window, --chunk, --sinks, --sink-logits)
 // are mask_options.h's. With --kv-cache the run is an inference step instead (cmd_run_infer.h).
+// For the Python binding (embedded.h: embedded_run set) the same action reads Q, K, V, dO and the
+// sink logits from memory instead of files, keeps a float run's float32 outputs, and leaves its
+// report (or RunFailed) instead of printing or writing anything.
 // What it is not: an algorithm, or a benchmark (times are those of the CPU reference).
 #include <algorithm>
 #include <cctype>
