@@ -139,3 +139,17 @@ def test_fuzz_random_shapes_dtypes_options():
             outcomes["ok"] += 1
     print("fuzz outcomes:", outcomes)
     assert outcomes["ok"] > 10 and outcomes["ValueError"] > 50 and outcomes["TypeError"] > 10
+
+
+def test_run_failed_is_the_command_lines_exit_1(cli, tmp_path):
+    """A float run that overflows (scores near 1e40) raises cplab.RunFailed with the command line's
+    message; the command exits 1 with the same words."""
+    q, k, v = np.full((16, 2, 4), 1e20), np.full((16, 1, 4), 1e20), np.ones((16, 1, 4))
+    with pytest.raises(cplab.RunFailed) as e:
+        cplab.run(q, k, v, cp=2, dtype="float")
+    assert isinstance(e.value, RuntimeError)
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        np.save(tmp_path / f"{name}.npy", a)
+    p = cli("run", "--cp", 2, "--dtype", "float", "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v", tmp_path / "v.npy")
+    assert p.returncode == 1
+    assert str(e.value) in p.stderr
