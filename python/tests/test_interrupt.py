@@ -40,12 +40,18 @@ def test_ctrl_c_interrupts_run():
         interrupt.at = time.perf_counter()
         os.kill(os.getpid(), signal.SIGINT)
 
-    t = threading.Thread(target=interrupt)
-    t.start()
-    with pytest.raises(KeyboardInterrupt):
-        cplab.run(**LONG)
-    stopped = time.perf_counter() - interrupt.at
-    t.join()
+    # Python's own Ctrl-C handler: a process started in the background by a shell script (CI) inherits
+    # SIGINT ignored, and Python then installs no handler of its own
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t = threading.Thread(target=interrupt)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            cplab.run(**LONG)
+        stopped = time.perf_counter() - interrupt.at
+        t.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
     print(f"stopped {stopped * 1000:.0f} ms after SIGINT")
     assert stopped < 1.0
     r = cplab.run(mode="p2p", cp=2, seq=32, heads=2, kv_heads=1, head_dim=8)  # the flag was cleared
