@@ -60,7 +60,7 @@ stage "stage 2/3: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan
 # stage 3: the Python package, installed into a venv as the README says, and its pytest suite
 python_stage() {
   local t0=$SECONDS log="$logs/pytest.log"
-  echo "== test.sh: stage 3/3: the Python package (pip install into .venv) and its pytest suite =="
+  echo "== test.sh: stage 3/3: the Python package (pip install into .venv; about 30 s: only the module compiles) and its pytest suite =="
   if [ ! -x .venv/bin/python ] && ! /usr/bin/python3 -m venv .venv; then
     summary+=("stage 3/3 python: could not make the venv .venv"); status=1; return
   fi
