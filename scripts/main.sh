@@ -10,7 +10,7 @@
 #      docs/ and the lessons then runs as written)
 #   4. run `cplab demo`: every CP mode at a small size, checked against dense attention (seconds)
 #   5. install the Python package into .venv (pip install ., reusing build/'s objects: only the
-#      nanobind module compiles, about 1 minute) and run python/examples/ring_attention_bug.py:
+#      nanobind module compiles, under a minute) and run python/examples/ring_attention_bug.py:
 #      `cplab.check` naming the bugs of a hand-written NumPy ring attention
 #   6. start cplab-viz when a display can be opened; otherwise print how to render its views to PNG
 set -euo pipefail
@@ -50,7 +50,7 @@ stage "4/6 cplab demo (a few seconds)"
 cplab demo
 took
 
-stage "5/6 the Python package: pip install . into .venv, then python/examples/ring_attention_bug.py (about 1 min)"
+stage "5/6 the Python package: pip install . into .venv, then python/examples/ring_attention_bug.py (under a minute)"
 [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv
 .venv/bin/pip install -q . --config-settings=build-dir="$PWD/build"
 .venv/bin/python python/examples/ring_attention_bug.py
