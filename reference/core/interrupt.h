@@ -7,7 +7,8 @@
 // Interrupted there once the flag is set. Inside the attention kernel's OpenMP loops
 // (core/attention_kernel.cpp) the threads poll interrupt_requested() between their units of work and
 // the kernel throws Interrupted after the parallel region, so one long tile stops within a row block.
-// The flag stays set until clear_interrupt() (the binding clears it before each call).
+// The flag stays set until clear_interrupt() (the binding clears it once the interrupted call has
+// ended: python/src/call.cpp).
 // Cost when nothing is requested: one relaxed atomic load per point.
 // What it is not: a cplab::Error (nothing was wrong with the input), a signal handler (the caller
 // installs its own and calls request_interrupt() from a normal thread), or a cancellation of one
