@@ -84,7 +84,7 @@ TEST_CASE("interrupt: Interrupted is no cplab::Error, and the flag is a flag") {
   CHECK(!interrupt_requested());
 }
 
-TEST_CASE("interrupt: a CP run, forward and backward, stops at its interruption points; the next run completes") {
+TEST_CASE("interrupt: a CP run, forward and backward, stops at its interruption points, and the next run completes") {
   const RunSpec s = long_run(256);
   const Inputs in = make_inputs(s);
   throws_interrupted([&] { (void)run_experiment(s, in); });
