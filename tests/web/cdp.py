@@ -1,17 +1,14 @@
-"""cdp.py: a standard-library-only driver for headless Chromium over the Chrome DevTools Protocol.
+"""cdp.py: a standard-library-only driver for headless Chromium over the Chrome DevTools Protocol (CDP).
 
-What it is: the small browser driver the web build's tests use (launch `chromium --headless=new` with
-software WebGL2, speak CDP over `--remote-debugging-pipe`, drive one page: navigate, evaluate JavaScript,
-wait, click, type, drop files, take screenshots, collect console messages and uncaught exceptions), and
-`serve(folder)`, a quiet local HTTP server for the page under test. Python 3 standard library only.
-What it is not: a general automation library (one page per browser, no frames, no network interception)
-and not a test itself (tests/web/test_cdp_selftest.py proves it).
-
-Protocol: https://chromedevtools.github.io/devtools-protocol/ . With --remote-debugging-pipe the browser
-reads commands from file descriptor 3 and writes answers and events to file descriptor 4, each message
-JSON followed by one NUL byte. Every wait here has a timeout and raises CDPError naming what it waited
-for; Browser.close() (also run on leaving `with`, on exceptions, at interpreter exit) kills the whole
-process group, reaps it and removes the temporary profile.
+What it is: the browser driver of the web build's tests: Browser launches `chromium --headless=new` with
+software WebGL2 and drives one page (navigate, evaluate, wait_for, click, key/type, drop_files, screenshot,
+the console and exception lists); serve(folder) is a quiet local HTTP server for the page under test.
+What it is not: a general automation library (one page, no frames, no network interception), nor a test
+(tests/web/test_cdp_selftest.py proves it).
+Protocol: https://chromedevtools.github.io/devtools-protocol/ . With --remote-debugging-pipe chromium reads
+commands on fd 3 and writes answers and events on fd 4, each a JSON text followed by a NUL byte. Every wait
+has a timeout and raises CDPError naming what it waited for; Browser.close() (also on leaving `with`, on an
+exception, at interpreter exit) kills chromium's process group, reaps it and removes the temporary profile.
 """
 import atexit
 import base64
@@ -45,14 +42,10 @@ except OSError as e:
     sys.stderr.write("cdp.py: cannot run %s: %s\\n" % (sys.argv[3], e)); sys.exit(127)
 """
 
-# key name -> (key, code, windowsVirtualKeyCode, text) for Input.dispatchKeyEvent
-SPECIAL_KEYS = {
-    "Enter": ("Enter", "Enter", 13, "\r"), "Tab": ("Tab", "Tab", 9, ""),
-    "Backspace": ("Backspace", "Backspace", 8, ""), "Escape": ("Escape", "Escape", 27, ""),
-    "Delete": ("Delete", "Delete", 46, ""), "Home": ("Home", "Home", 36, ""), "End": ("End", "End", 35, ""),
-    "ArrowLeft": ("ArrowLeft", "ArrowLeft", 37, ""), "ArrowUp": ("ArrowUp", "ArrowUp", 38, ""),
-    "ArrowRight": ("ArrowRight", "ArrowRight", 39, ""), "ArrowDown": ("ArrowDown", "ArrowDown", 40, ""),
-}
+# key name (also its DOM `key` and `code`) -> (windowsVirtualKeyCode, text) for Input.dispatchKeyEvent
+SPECIAL_KEYS = {"Enter": (13, "\r"), "Tab": (9, ""), "Backspace": (8, ""), "Escape": (27, ""), "Delete": (46, ""),
+                "Home": (36, ""), "End": (35, ""), "ArrowLeft": (37, ""), "ArrowUp": (38, ""),
+                "ArrowRight": (39, ""), "ArrowDown": (40, "")}
 _PUNCT = {" ": ("Space", 32), ".": ("Period", 190), ",": ("Comma", 188), "-": ("Minus", 189),
           "=": ("Equal", 187), "/": ("Slash", 191), ";": ("Semicolon", 186), "'": ("Quote", 222),
           "[": ("BracketLeft", 219), "]": ("BracketRight", 221), "\\": ("Backslash", 220),
@@ -67,8 +60,8 @@ class JSError(CDPError):
     """A JavaScript exception thrown by evaluate()'s expression; the message is its text."""
 
 
-class Message(collections.namedtuple("Message", "level text")):
-    """A console message (level: log, info, warning, error, debug, ...) or an exception (level: exception)."""
+# A console message (level: log, info, warning, error, debug, ...) or an exception (level: exception).
+Message = collections.namedtuple("Message", "level text")
 
 
 def find_chromium():
@@ -93,17 +86,12 @@ class Browser:
     def __init__(self, chromium=None, timeout=30.0, extra_args=()):
         self.timeout = timeout
         self.console, self.exceptions = [], []
-        self._proc, self._closed, self._dead = None, False, None
-        self._fds, self._tmp, self._reader = [], None, None
-        self._ids = itertools.count(1)
-        self._cond = threading.Condition()
-        self._send_lock = threading.Lock()
-        self._responses, self._events, self._seq = {}, collections.deque(maxlen=10000), 0
-        self._session = None
+        self._proc, self._closed, self._dead, self._fds, self._tmp, self._reader = None, False, None, [], None, None
+        self._ids, self._cond, self._send_lock = itertools.count(1), threading.Condition(), threading.Lock()
+        self._responses, self._events, self._seq, self._session = {}, collections.deque(maxlen=10000), 0, None
         path = chromium or find_chromium()
         if not path:
-            raise CDPError("cannot launch chromium: none found (/usr/bin/chromium, chromium or "
-                           "chromium-browser on PATH)")
+            raise CDPError("cannot launch chromium: none found (/usr/bin/chromium, chromium(-browser) on PATH)")
         resolved = path if os.sep in path else shutil.which(path)
         if not resolved or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
             raise CDPError(f"cannot launch chromium: {path} is not an executable file")
@@ -111,8 +99,7 @@ class Browser:
         try:
             self._launch(resolved, list(extra_args))
             target = self._call("Target.createTarget", {"url": "about:blank"}, session=False)
-            self._session = self._call("Target.attachToTarget",
-                                       {"targetId": target["targetId"], "flatten": True},
+            self._session = self._call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
                                        session=False)["sessionId"]
             for domain in ("Page", "Runtime", "Log"):
                 self._call(domain + ".enable")
@@ -128,10 +115,9 @@ class Browser:
         # child ends far above 4 so that the trampoline's dup2 onto 3 and 4 cannot clobber one another
         child_r = fcntl.fcntl(cmd_r, fcntl.F_DUPFD_CLOEXEC, 10)
         child_w = fcntl.fcntl(out_w, fcntl.F_DUPFD_CLOEXEC, 10)
-        for fd in (cmd_r, out_w):
-            os.close(fd)
-        self._fds = [cmd_w, out_r]
-        self._wfd, self._rfd = cmd_w, out_r
+        os.close(cmd_r)
+        os.close(out_w)
+        self._fds, self._wfd, self._rfd = [cmd_w, out_r], cmd_w, out_r
         argv = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(child_r), str(child_w), path] + FLAGS + \
             [f"--user-data-dir={os.path.join(self._tmp, 'profile')}"] + extra_args + ["about:blank"]
         try:
@@ -144,25 +130,14 @@ class Browser:
         self._reader = threading.Thread(target=self._read_loop, name="cdp-reader", daemon=True)
         self._reader.start()
 
-    # ---- transport -------------------------------------------------------------------------------
-
     def _read_loop(self):
-        pending = []
-        while True:
-            try:
-                chunk = os.read(self._rfd, 1 << 20)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            while True:
-                i = chunk.find(b"\0")
-                if i < 0:
-                    pending.append(chunk)
-                    break
-                pending.append(chunk[:i])
-                self._dispatch(b"".join(pending))
-                pending, chunk = [], chunk[i + 1:]
+        pending = []   # the pieces of a message not yet ended by its NUL
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._rfd, 1 << 20):
+                *ended, rest = chunk.split(b"\0")
+                for i, part in enumerate(ended):
+                    self._dispatch(b"".join(pending + [part]) if i == 0 else part)
+                pending = [rest] if ended else pending + [rest]
         with self._cond:
             self._dead = self._dead or "chromium closed its DevTools pipe (it exited or crashed)"
             self._cond.notify_all()
@@ -247,8 +222,6 @@ class Browser:
             return None
         return self._wait(ready, what, timeout or self.timeout)
 
-    # ---- page ------------------------------------------------------------------------------------
-
     def navigate(self, url, timeout=None):
         """Loads url and waits for its load event; a network error raises CDPError."""
         with self._cond:
@@ -279,15 +252,18 @@ class Browser:
         return result.get("result", {}).get("value")
 
     def wait_for(self, js, timeout=10.0, interval=0.05):
-        """Polls the expression js until truthy; returns its value. An exception counts as not yet."""
+        """Polls the expression js until truthy and returns its value (a JS exception counts as not yet);
+        CDPError naming js when still not true after timeout seconds."""
         deadline, last_error = time.monotonic() + timeout, None
         while True:
             try:
-                value = self.evaluate(js)
+                value = self.evaluate(js, timeout=max(deadline - time.monotonic(), 1.0))
                 if value:
                     return value
             except JSError as e:
                 last_error = e
+            except CDPError as e:   # the page did not answer in time, or chromium died
+                raise CDPError(f"waiting for {js!r} to be true: {e}") from None
             if time.monotonic() >= deadline:
                 why = f" (last error: {last_error})" if last_error else ""
                 raise CDPError(f"timed out after {timeout:g} s waiting for {js!r} to be true{why}")
@@ -304,8 +280,7 @@ class Browser:
     def key(self, name):
         """Presses and releases one key: a single character or a name from SPECIAL_KEYS (Enter, Tab, ...)."""
         if name in SPECIAL_KEYS:
-            key, code, vk, text = SPECIAL_KEYS[name]
-            shift = False
+            (vk, text), key, code, shift = SPECIAL_KEYS[name], name, name, False
         elif len(name) == 1:
             key, text, shift = name, name, name.isupper() or name in '~!@#$%^&*()_+{}|:"<>?'
             if name.isascii() and name.isalpha():
@@ -341,26 +316,15 @@ class Browser:
         dragover and drop DragEvents carrying a DataTransfer of File objects at the element's centre.
         Returns True when the page accepted the drop (its handler called preventDefault)."""
         payload = json.dumps([[name, base64.b64encode(data).decode()] for name, data in files])
-        return self.evaluate(f"""(() => {{
-  const el = document.querySelector({json.dumps(selector)});
-  if (!el) throw new Error('drop_files: no element matches ' + {json.dumps(selector)});
-  const dt = new DataTransfer();
-  for (const [name, b64] of {payload}) {{
-    const bin = atob(b64), bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    dt.items.add(new File([bytes], name, {{type: 'application/octet-stream'}}));
-  }}
+        return self.evaluate(f"""((sel, files) => {{
+  const el = document.querySelector(sel), dt = new DataTransfer();
+  if (!el) throw new Error('drop_files: no element matches ' + sel);
+  for (const [name, b64] of files)
+    dt.items.add(new File([Uint8Array.from(atob(b64), c => c.charCodeAt(0))], name));
   const r = el.getBoundingClientRect(), at = {{clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}};
-  let accepted = false;
-  for (const type of ['dragenter', 'dragover', 'drop']) {{
-    const ev = new DragEvent(type, {{bubbles: true, cancelable: true, dataTransfer: dt, ...at}});
-    const notCancelled = el.dispatchEvent(ev);
-    if (type === 'drop') accepted = !notCancelled;
-  }}
-  return accepted;
-}})()""")
-
-    # ---- shutdown --------------------------------------------------------------------------------
+  return ['dragenter', 'dragover', 'drop'].map(type => el.dispatchEvent(
+    new DragEvent(type, {{bubbles: true, cancelable: true, dataTransfer: dt, ...at}})))[2] === false;
+}})({json.dumps(selector)}, {payload})""")
 
     def close(self):
         """Kills chromium's whole process group, reaps it, removes the temporary profile. Idempotent."""
