@@ -192,6 +192,8 @@ def main():
                          lambda: cdp.Browser("/bin/false", timeout=20), "chromium closed its DevTools pipe",
                          "Target.createTarget")
     check("launch: both failures came quickly (under 15 s)", took < 15, f"{took:.1f} s")
+    expect_error("serve: a missing folder is one clear error",
+                 lambda: cdp.serve("/nonexistent/site").__enter__(), "/nonexistent/site is not a folder")
 
     with tempfile.TemporaryDirectory(prefix="cdp-selftest-") as folder:
         with open(os.path.join(folder, "index.html"), "w") as f:
