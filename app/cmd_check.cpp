@@ -16,6 +16,7 @@
 // from memory (CheckSources) by the same rules and leaves the report instead of printing it.
 // Exit status: 0 equivalent, 1 not equivalent (the diagnosis printed), 2 bad input.
 // What it is not: the comparison or the diagnosis (reference/check/).
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -69,6 +70,15 @@ int check_embedded_action(CheckCmdOptions& o, const std::optional<Precision>& pr
   rs.backward = src.inputs.count("do") == 1;
   rs.allow_long = o.allow_long;
   validate(rs);
+  if (emb.max_flops > 0) {  // the front end's own limit (a browser page: one thread)
+    const double work = cpu_flops_estimate(rs);
+    char need[32], limit[32];
+    std::snprintf(need, sizeof need, "%.3g", work * 1e-9);
+    std::snprintf(limit, sizeof limit, "%.3g", emb.max_flops * 1e-9);
+    require(work <= emb.max_flops, std::string("this check needs about ") + need +
+                                       " GFLOP of CPU work (CP mode + dense oracle), more than the " + limit +
+                                       " GFLOP limit " + emb.where + "; run `cplab check` on a machine instead");
+  }
   const CheckData data = load_check_data(spec, src);
   CheckOptions opt;
   if (o.tolerance_opt->count() > 0) opt.tolerance = o.tolerance;

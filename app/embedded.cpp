@@ -73,8 +73,9 @@ RunReport run_embedded(const std::vector<std::string>& args, const RunArrays& ar
   return std::move(*ctx.report);
 }
 
-CheckReport check_embedded(const std::vector<std::string>& args, const CheckSources& sources) {
-  EmbeddedCheck ctx{&sources, {}};
+CheckReport check_embedded(const std::vector<std::string>& args, const CheckSources& sources, double max_flops,
+                           const std::string& where) {
+  EmbeddedCheck ctx{&sources, {}, max_flops, where};
   ContextScope scope(embedded_check, &ctx);
   // --inputs and --outputs are required on the command line; here the arrays stand for them
   std::vector<std::string> words = with_command("check", args);

@@ -53,7 +53,10 @@ struct InputsSeen {
 };
 
 RunReport run_embedded(const std::vector<std::string>& args, const RunArrays& arrays, InputsSeen* seen = nullptr);
-CheckReport check_embedded(const std::vector<std::string>& args, const CheckSources& sources);
+// max_flops > 0: the front end's own limit on the check's attention work (cpu_flops_estimate of the
+// CP run + dense oracle), checked before any data is read, `where` naming the front end in the message
+CheckReport check_embedded(const std::vector<std::string>& args, const CheckSources& sources, double max_flops = 0,
+                           const std::string& where = "");
 int cli_capture(const std::vector<std::string>& args, std::string& out);
 
 // the long option names of `cplab COMMAND` (without dashes) and whether each is a flag (no value)

@@ -18,6 +18,8 @@ struct EmbeddedRun {
 struct EmbeddedCheck {
   const CheckSources* sources = nullptr;
   std::optional<CheckReport> report;
+  double max_flops = 0;  // > 0: the front end's limit on the check's CPU work (embedded.h)
+  std::string where;     // the front end, for that limit's message
 };
 
 inline thread_local EmbeddedRun* embedded_run = nullptr;      // set: cmd_run.cpp's action is embedded

@@ -12,6 +12,8 @@
 #                (the README's way), its build folder build/ (stage 1's objects are reused: only the
 #                nanobind module compiles), then its pytest suite (python/tests/), with CPLAB_CLI
 #                pointing at build/app/cplab for the tests that compare the two
+#   site/        cplab-viz for the browser (scripts/web.sh --no-serve: emscripten, WebAssembly), tested in
+#                Debian's headless chromium against the native app (tests/web/web_check.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -51,25 +53,25 @@ stage() {
   fi
 }
 
-stage "stage 1/3: build + CUDA parts when nvcc exists (11-13 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
+stage "stage 1/4: build + CUDA parts when nvcc exists (11-13 min on 2 cores)" build -DCPLAB_ENABLE_CUDA=ON
 # -g1 (line tables: sanitizer reports still name the function, file and line) compiles about a third
 # faster than RelWithDebInfo's -g (19.7 s -> 13.5 s for check/sampled_attention.cpp, measured)
-stage "stage 2/3: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
+stage "stage 2/4: CPU only under ASan + UBSan (18-22 min on 2 cores)" build-asan -DCPLAB_ENABLE_CUDA=OFF -DCPLAB_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 
 # stage 3: the Python package, installed into a venv as the README says, and its pytest suite
 python_stage() {
   local t0=$SECONDS log="$logs/pytest.log"
-  echo "== test.sh: stage 3/3: the Python package (pip install into .venv; about 30 s: only the module compiles) and its pytest suite =="
+  echo "== test.sh: stage 3/4: the Python package (pip install into .venv; about 30 s: only the module compiles) and its pytest suite =="
   if [ ! -x .venv/bin/python ] && ! /usr/bin/python3 -m venv .venv; then
-    summary+=("stage 3/3 python: could not make the venv .venv"); status=1; return
+    summary+=("stage 3/4 python: could not make the venv .venv"); status=1; return
   fi
   if ! .venv/bin/pip install -q ".[test]" --config-settings=build-dir="$PWD/build"; then
-    summary+=("stage 3/3 python: pip install FAILED ($(( SECONDS - t0 )) s)"); status=1; return
+    summary+=("stage 3/4 python: pip install FAILED ($(( SECONDS - t0 )) s)"); status=1; return
   fi
   CPLAB_CLI="$PWD/build/app/cplab" .venv/bin/python -m pytest python/tests -rs -p no:cacheprovider 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  summary+=("stage 3/3 python (pytest): $(grep -E '^=+ .*(passed|failed|error).* =+$' "$log" | tail -1 | sed -E 's/^=+ (.*) =+$/\1/') ($(( SECONDS - t0 )) s)")
+  summary+=("stage 3/4 python (pytest): $(grep -E '^=+ .*(passed|failed|error).* =+$' "$log" | tail -1 | sed -E 's/^=+ (.*) =+$/\1/') ($(( SECONDS - t0 )) s)")
   while read -r line; do summary+=("  $line"); done < <(grep -E '^SKIPPED' "$log")
   if ((rc != 0)); then
     status=1
@@ -77,6 +79,29 @@ python_stage() {
   fi
 }
 python_stage
+
+# stage 4: the browser build (scripts/web.sh --no-serve: emscripten, into site/) and its page in
+# Debian's headless chromium, against the native app of stage 1 (tests/web/web_check.py, under a
+# virtual X server for the native renders)
+web_stage() {
+  local t0=$SECONDS log="$logs/web.log"
+  echo "== test.sh: stage 4/4: cplab-viz in the browser (emscripten build of site/, then headless chromium) =="
+  if ! scripts/web.sh --no-serve; then
+    summary+=("stage 4/4 web: BUILD FAILED ($(( SECONDS - t0 )) s)"); status=1; return
+  fi
+  local rc=0
+  python3 tests/web/test_cdp_selftest.py 2>&1 | tee "$log" || rc=1
+  xvfb-run -a -s "-screen 0 1400x900x24" python3 tests/web/web_check.py site build/viz/cplab-viz build/app/cplab 2>&1 |
+    tee -a "$log"
+  ((PIPESTATUS[0] == 0)) || rc=1
+  summary+=("stage 4/4 web: $(grep -cE '^ok[: ]' "$log") checks passed, $(grep -cE '^FAIL[: ]' "$log") failed ($(( SECONDS - t0 )) s)")
+  while read -r line; do summary+=("  $line"); done < <(grep -E '^page: ' "$log")
+  if ((rc != 0)); then
+    status=1
+    while read -r line; do summary+=("  FAILED: $line"); done < <(grep -E '^FAIL[: ]' "$log")
+  fi
+}
+web_stage
 
 echo
 echo "== test.sh: summary =="

@@ -129,7 +129,7 @@ void rule_faults(CheckContext& c) {
       {1.0 / d, "1/d = " + approx4(1.0 / d)}, {def, "1/sqrt(d) = " + approx4(def)}, {1.0, "1 (no scale)"}, {X * X, ""}};
   std::vector<double> done{X};
   for (const auto& [x, text] : scales) {
-    if (std::any_of(done.begin(), done.end(), [&](double y) { return std::abs(x - y) <= 1e-12 * y; })) continue;
+    if (std::any_of(done.begin(), done.end(), [&, x = x](double y) { return std::abs(x - y) <= 1e-12 * y; })) continue;
     done.push_back(x);
     AttnRule r = truth;
     r.scale = x;

@@ -1,7 +1,6 @@
 // dtype.cpp: DType names and host conversions (see dtype.h). Bit-exact round to nearest even.
 #include "core/dtype.h"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -11,23 +10,32 @@ namespace cplab {
 
 namespace {
 
+// std::bit_cast, which the browser build's libc++ (emscripten 3.1.6) lacks
+template <class To, class From>
+To bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From));
+  To t;
+  std::memcpy(&t, &f, sizeof t);
+  return t;
+}
+
 std::uint16_t f32_to_bf16(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  std::uint32_t u = bit_cast<std::uint32_t>(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);  // NaN stays NaN (quiet)
   u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest even; overflow carries into inf
   return static_cast<std::uint16_t>(u >> 16);
 }
 
-float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+float bf16_to_f32(std::uint16_t h) { return bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 std::uint16_t f32_to_f16(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  std::uint32_t x = bit_cast<std::uint32_t>(f);
   const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   x &= 0x7FFFFFFFu;
   if (x > 0x7F800000u) return sign | 0x7E00u;                 // NaN
   if (x >= 0x477FF000u) return sign | 0x7C00u;                // >= 65520 (and inf): inf
   if (x < 0x38800000u) {                                      // below 2^-14: a subnormal half or 0
-    const float q = std::bit_cast<float>(x) * 16777216.0f;    // in units of 2^-24, exact
+    const float q = bit_cast<float>(x) * 16777216.0f;    // in units of 2^-24, exact
     return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(q)));  // 1024 = 2^-14, normal
   }
   std::uint32_t u = x - (112u << 23);        // rebias the exponent (127 -> 15)
@@ -40,10 +48,10 @@ float f16_to_f32(std::uint16_t h) {
   const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
   if (e == 0) {  // zero or subnormal: m * 2^-24
     const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
-    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) | sign);
+    return bit_cast<float>(bit_cast<std::uint32_t>(v) | sign);
   }
-  if (e == 31) return std::bit_cast<float>(sign | 0x7F800000u | (m << 13));  // inf / NaN
-  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+  if (e == 31) return bit_cast<float>(sign | 0x7F800000u | (m << 13));  // inf / NaN
+  return bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
 }
 
 }  // namespace

@@ -175,7 +175,10 @@ Trace Trace::from_json(const json& j) {
     const json& meta = member(j, "meta", top);
     if (!meta.is_object())
       throw Error(std::string("meta is a JSON ") + meta.type_name() + ", not an object of strings");
-    for (const auto& [key, value] : meta.items()) t.meta_[key] = string_field(value, [&] { return "meta." + key; });
+    for (const auto& item : meta.items()) {  // (not a structured binding: clang 14, the browser build's, cannot capture one)
+      const std::string key = item.key();
+      t.meta_[key] = string_field(item.value(), [&] { return "meta." + key; });
+    }
     const json& events = member(j, "events", top);
     if (!events.is_array()) throw Error(std::string("events is a JSON ") + events.type_name() + ", not an array");
     const std::int64_t last_rank = t.cp_ - 1, last_step = t.cp_ + 1;  // a mode takes <= cp + 2 steps a phase

@@ -40,6 +40,18 @@ void AppState::rebuild_sched() {
   }
 }
 
+void app_style() {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& s = ImGui::GetStyle();
+  s.WindowRounding = 0;
+  s.Colors[ImGuiCol_WindowBg] = {24 / 255.0f, 24 / 255.0f, 28 / 255.0f, 1.0f};
+}
+
+void note_item(AppState& app, const std::string& name) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  app.items[name] = {a.x, a.y, b.x, b.y};
+}
+
 void help(const char* text) {
   ImGui::SameLine();
   ImGui::TextDisabled("(?)");
@@ -76,6 +88,7 @@ Scene build_view(const AppState& a, const ViewState& vs, float W, float H) {
 }
 
 void draw_frame(AppState& app, float W, float H, double dt) {
+  app.items.clear();
   const float cw = app.controls ? 360.0f : 0.0f;
   const int n_steps = app.run_ok ? static_cast<int>(app.run.steps.size()) : 0;
   if (app.playing && n_steps > 0 && view_names()[static_cast<size_t>(app.view)] == "ring") {
@@ -94,6 +107,7 @@ void draw_frame(AppState& app, float W, float H, double dt) {
         if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
       }
       ImGui::RadioButton(name, &app.view, static_cast<int>(i));
+      note_item(app, std::string("view:") + name);
     }
     help("ownership: which rank holds which tokens. ring: what every rank computes and sends at one step. "
          "masks: the causal mask globally, in rank order, and each rank's tiles. scheduler: dynamic CP, "
@@ -104,10 +118,18 @@ void draw_frame(AppState& app, float W, float H, double dt) {
     else if (v == "ring") panel_ring(app);
     else if (v == "masks") panel_masks(app);
     else if (v == "scheduler") panel_scheduler(app);
-    else if (v == "check")
+    else if (v == "check") {
       ImGui::TextWrapped("the error heat map of %s (cplab check --json)",
                          app.check_ok ? shown(app.check.source, 500).c_str() : "no report");
-    else panel_timeline(app);
+      if (!app.check_text.empty()) {  // the report of a check run here, as `cplab check` prints it
+        ImGui::Separator();
+        ImGui::TextWrapped("%s", shown(app.check_text).c_str());
+      }
+    } else panel_timeline(app);
+    if (app.platform_controls) {
+      ImGui::Separator();
+      app.platform_controls(app);
+    }
     ImGui::End();
   }
   const float top = lesson_pane(app, cw, W - cw);  // 0 when no lesson page is open

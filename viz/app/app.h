@@ -8,9 +8,13 @@
 // What it is not: windowing or OpenGL (gl_output.h), or any drawing logic of a view (viz/scene).
 #pragma once
 
+#include <array>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "model.h"
+#include "viz_cli.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -23,6 +27,8 @@ struct AppState {
   bool run_ok = false, sched_ok = false;
   CheckModel check;  // the check view's report (--check-report)
   bool check_ok = false;
+  std::string check_file;  // the report's file, when it came from one (the browser's address names it)
+  std::string check_text;  // the text report of a check run in the app (the browser's dropped .npy files)
   int view = 0;  // index into view_names()
   ViewState vs;
   bool playing = false;
@@ -41,7 +47,23 @@ struct AppState {
   // open a lesson page: its parameters, view, step and models (both built, tolerating errors), as
   // cplab-viz --lesson N --page K would start; a page that cannot open sets lesson_error
   void open_page(int lesson, int page);
+  // show what a command line (or a page address) opened: its view, step, parameters and models; the
+  // models it did not build are built too, tolerating errors (every view can be chosen)
+  void launch(VizLaunch&& L);
+  // the platform's part of the controls pane, drawn at its end (the browser build's Open button and
+  // its last error; none on the desktop), and the error it shows (empty: none)
+  std::function<void(AppState&)> platform_controls;
+  std::string page_error;
+  // where some controls were drawn in the last frame, {x0, y0, x1, y1} in pixels, by name ("Next >",
+  // "< Previous", "view:ring", ...): the browser build's tests click them where a user would
+  std::map<std::string, std::array<float, 4>> items;
 };
+
+// records the last ImGui item's rectangle in app.items under name
+void note_item(AppState& app, const std::string& name);
+
+// the look both builds share (ImGui's dark style, square windows, the canvas's background)
+void app_style();
 
 // one frame of the whole app, W x H pixels (call between ImGui::NewFrame and ImGui::Render)
 void draw_frame(AppState& app, float W, float H, double dt_seconds);

@@ -24,13 +24,6 @@ namespace {
 std::string g_glfw_error;
 void on_glfw_error(int code, const char* what) { g_glfw_error = "GLFW error " + std::to_string(code) + ": " + what; }
 
-void style() {
-  ImGui::StyleColorsDark();
-  ImGuiStyle& s = ImGui::GetStyle();
-  s.WindowRounding = 0;
-  s.Colors[ImGuiCol_WindowBg] = {24 / 255.0f, 24 / 255.0f, 28 / 255.0f, 1.0f};
-}
-
 }  // namespace
 
 int run_window(AppState& app, int W, int H, const std::string& png, int frames, OutputSet& out) {
@@ -62,7 +55,7 @@ int run_window(AppState& app, int W, int H, const std::string& png, int frames, 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;
-  style();
+  app_style();
   ImGui_ImplGlfw_InitForOpenGL(win, true);
   ImGui_ImplOpenGL3_Init("#version 330");
   int rc = 0;
@@ -123,7 +116,7 @@ double bench_frames(AppState& app, int W, int H, int n) {
   unsigned char* px = nullptr;
   int tw = 0, th = 0;
   io.Fonts->GetTexDataAsRGBA32(&px, &tw, &th);  // builds the font atlas (no texture upload: no GL)
-  style();
+  app_style();
   io.MousePos = {W * 0.6f, H * 0.4f};  // hovering over the view, so hover text is built too
   double total = 0;
   for (int f = 0; f < n + 2; ++f) {

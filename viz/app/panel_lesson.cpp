@@ -16,23 +16,27 @@ namespace cplab::viz {
 
 void AppState::open_page(int l, int p) {
   try {
-    VizLaunch L = launch_page({l, p});
-    params = L.params;
-    view = L.view;
-    vs = ViewState{};
-    vs.step = L.step, vs.zoom0 = L.zoom0;
-    playing = false, play_clock = 0;
-    run_ok = sched_ok = false;
-    run_error.clear(), sched_error.clear();
-    if (L.run) run = std::move(*L.run), run_ok = true;
-    else rebuild_run();
-    if (L.sched) sched = std::move(*L.sched), sched_ok = true;
-    else rebuild_sched();
-    lesson = l, page = p, lesson_error.clear();
-    ++params_version;
+    launch(launch_page({l, p}));
   } catch (const std::exception& e) {
     lesson_error = e.what();
   }
+}
+
+void AppState::launch(VizLaunch&& L) {
+  params = L.params;
+  view = L.view;
+  vs = ViewState{};
+  vs.step = L.step, vs.zoom0 = L.zoom0;
+  playing = false, play_clock = 0;
+  run_ok = sched_ok = false;
+  run_error.clear(), sched_error.clear();
+  if (L.run) run = std::move(*L.run), run_ok = true;
+  else rebuild_run();
+  if (L.sched) sched = std::move(*L.sched), sched_ok = true;
+  else rebuild_sched();
+  if (L.check) check = std::move(*L.check), check_ok = true, check_file = L.check_report, check_text.clear();
+  lesson = L.lesson, page = L.page, lesson_error.clear();
+  ++params_version;
 }
 
 float lesson_pane(AppState& app, float x, float w) {
@@ -62,11 +66,13 @@ float lesson_pane(AppState& app, float x, float w) {
   ImGui::PopTextWrapPos();
   const PageRef prev = prev_page(at), next = next_page(at);
   ImGui::BeginDisabled(!prev.open());
-  if (ImGui::Button("< Previous")) app.open_page(prev.lesson, prev.page);
+  const bool go_prev = ImGui::Button("< Previous");
+  note_item(app, "< Previous");
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::BeginDisabled(!next.open());
-  if (ImGui::Button("Next >")) app.open_page(next.lesson, next.page);
+  const bool go_next = ImGui::Button("Next >");
+  note_item(app, "Next >");
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::PushStyleColor(ImGuiCol_Text, st.Colors[ImGuiCol_TextDisabled]);
@@ -83,6 +89,9 @@ float lesson_pane(AppState& app, float x, float w) {
     ImGui::PopTextWrapPos();
   }
   ImGui::End();
+  // opened after the pane is drawn: the pane above showed one page throughout
+  if (go_prev) app.open_page(prev.lesson, prev.page);
+  if (go_next) app.open_page(next.lesson, next.page);
   return h;
 }
 

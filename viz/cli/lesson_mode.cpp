@@ -11,7 +11,7 @@ namespace cplab::viz {
 namespace {
 
 // the options a page may not be given beside: everything but these (a page sets the view and the run)
-const std::vector<std::string> kDisplay = {"--lesson", "--page", "--headless", "--out", "--size",
+const std::vector<std::string> kDisplay = {"--lesson", "--page", "--headless", "--out", "--scene-json", "--size",
                                            "--controls", "--frames", "--bench-frames"};
 const std::vector<std::string> kDisplayFlags = {"--headless", "--controls"};
 

@@ -6,7 +6,7 @@
 // launch_page, which parses a page's arguments with parse_viz_args exactly as if they had been typed
 // after `cplab-viz`, so a page obeys every rule of the command line. The pages themselves are
 // tutorials/viz_pages.json (tutorials/common/viz_pages.h), embedded at build time.
-// Beside --lesson only the display options may be given (--page, --headless, --out, --size,
+// Beside --lesson only the display options may be given (--page, --headless, --out, --scene-json, --size,
 // --controls, --frames, --bench-frames): a page's view and run options are the ones its explanation
 // quotes numbers from, so an explicit --cp, --view, ... is refused with the rule, not merged.
 // No ImGui here: the app (viz/app/panel_lesson.cpp) draws the pane; tests/test_viz_lessons.cpp

@@ -182,6 +182,7 @@ VizLaunch parse_viz_args(CLI::App& cli, int argc, const char* const* argv) {
   if (view == "check") {
     require(!check_report.empty(), "--view check needs --check-report FILE (the output of cplab check --json)");
     L.check = CheckModel::load(check_report);
+    L.check_report = check_report;
     return L;
   }
   if (view == "scheduler") {

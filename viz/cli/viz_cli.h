@@ -27,6 +27,7 @@ struct VizLaunch {
   std::optional<RunModel> run;      // built when the view draws a run
   std::optional<SchedModel> sched;  // built for the scheduler view
   std::optional<CheckModel> check;  // read for the check view (--check-report)
+  std::string check_report;         // that file
   int W = 1280, H = 720;    // --size
   bool headless = false, controls = false;
   std::string out;          // --headless: the PNG

@@ -29,6 +29,10 @@ CheckModel CheckModel::load_checked(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not JSON: " + e.what());
   }
+  return from_report(j, path);
+}
+
+CheckModel CheckModel::from_report(const nlohmann::json& j, const std::string& path) {
   const std::string what = path + ": not a `cplab check --json` report";
   require(j.is_object() && j.contains("verdict") && j.contains("error_map") && j["verdict"].is_string(),
           what + " (it needs 'verdict' and 'error_map')");

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,13 @@ struct CheckModel {
     int heads = 0;
     double tolerance = 0;
     std::vector<double> v;  // [(rank * chunks + chunk) * heads + head], +inf for null
-    double at(int r, int c, int h, int chunks) const { return v[static_cast<size_t>((r * chunks + c) * heads + h)]; }
+    double at(int r, int c, int h, int n_chunks) const { return v[static_cast<size_t>((r * n_chunks + c) * heads + h)]; }
   };
   std::vector<Output> outputs;
   static CheckModel load(const std::string& path);  // throws cplab::Error
+  // a report already parsed (the browser build's own check of dropped .npy files): the same checks,
+  // `name` standing for the file in messages and as the source
+  static CheckModel from_report(const nlohmann::json& report, const std::string& name);
 
  private:
   static CheckModel load_checked(const std::string& path);
