@@ -96,7 +96,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       }
       const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(h)];
       const double c2 = static_cast<double>(bs) / static_cast<double>(S);
-      const std::string info = e->section + ", " + e->mask;
+      const std::string info = section_label(e->section) + ", " + e->mask;
       const size_t first = s.prims.size();
       if ((!draw_tile_cells(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info) &&
            (spec.rule().plain() || !draw_tile_rule(s, bx, by, c2, c2, ro, co, *e, spec, rank_color(r, P), "ordered_tile", info))) ||
@@ -150,11 +150,11 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
       const float ox = x + pad - static_cast<float>(static_cast<double>(cu * ncol) * cw);
       const float oy = y + pad - static_cast<float>(static_cast<double>(ru * nrow) * ch);
       const size_t first = s.prims.size();
-      if ((!draw_tile_cells(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section) &&
-           (spec.rule().plain() || !draw_tile_rule(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", e->section))) ||
+      if ((!draw_tile_cells(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", section_label(e->section)) &&
+           (spec.rule().plain() || !draw_tile_rule(s, ox, oy, cw, ch, ro, co, *e, spec, rank_color(r, P), "kind_tile", section_label(e->section)))) ||
           e->mask == "skipped")
         draw_tile_box(s, ox, oy, cw, ch, ro.index(e->rows[0].begin), span_count(e->rows), co.index(e->cols[0].begin),
-                      span_count(e->cols), *e, rank_color(r, P), "kind_tile", e->section);
+                      span_count(e->cols), *e, rank_color(r, P), "kind_tile", section_label(e->section));
       for (size_t k = first; k < s.prims.size(); ++k) s.prims[k].peer = e->peer;
       record_tile(s, *e, p3, cw, ch, first);
       if (v.mx >= x && v.mx < x + cellp && v.my >= y && v.my < y + cellp)

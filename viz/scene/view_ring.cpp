@@ -124,7 +124,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     auto draw_tile = [&](const Event& e, Rgba c, const std::string& tag) {
       const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e.rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
-      const std::string info = e.section + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
+      const std::string info = section_label(e.section) + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
       if (e.mask == "skipped") {  // where the tile would be: an outline, nothing computed
         const MatrixFrame fb{bx, by, bs, S};
         for (const Span& r : e.rows)
@@ -158,13 +158,17 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e->rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
       record_tile(s, *e, bpanel, cell, cell, first);
-      // the tile's kind (lesson 5's names), on each contiguous block large enough to hold it
+      // whose KV block the tile is (section_label: j=r, j<r, j>r), on each contiguous block large
+      // enough to hold it: the words when they fit, else the brief form
       for (const Span& r : e->rows)
         for (const Span& k : e->cols) {
           const float w = static_cast<float>(static_cast<double>(k.count) * cell), h = static_cast<float>(static_cast<double>(r.count) * cell);
-          if (r.stride != 1 || k.stride != 1 || w < 8 * static_cast<float>(e->section.size()) || h < 14) continue;
-          s.text(bx + static_cast<float>(static_cast<double>(k.begin) * cell) + w / 2 - 3.5f * static_cast<float>(e->section.size()),
-                 by + static_cast<float>(static_cast<double>(r.begin) * cell) + h / 2 - 6, e->section, kWhite, "tile_label");
+          std::string label = section_label(e->section);
+          if (text_width(label) + 8 > w) label = section_label(e->section, true);
+          if (r.stride != 1 || k.stride != 1 || text_width(label) + 8 > w || h < kLineH + 2) continue;
+          s.text(bx + static_cast<float>(static_cast<double>(k.begin) * cell) + (w - text_width(label)) / 2,
+                 by + static_cast<float>(static_cast<double>(r.begin) * cell) + (h - kLineH) / 2, label, kWhite, "tile_label");
+          s.prims.back().info = e->section;
         }
     }
     // hover: which rank computes (query, key) at this step
@@ -182,7 +186,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       };
       for (const Event* e : tiles)
         if (head_group_of(spec, e->rank) == h && in(e->rows, q) && in(e->cols, k))
-          who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + e->section + ", " + e->mask + ")";
+          who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + section_label(e->section) + ", " + e->mask + ")";
       s.hover += who.empty() ? "no tile at this step" : who;
     }
   }
@@ -306,6 +310,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   }
   s.notes.push_back("tiles: colour = rank computing it; the filled cells = the (query, key) pairs the mask leaves; outline = "
                     "skipped tile; faint = the phase's earlier steps; lines: chunk (dim) and sequence (bright) boundaries");
+  if (!s.find("tile_label").empty()) s.notes.push_back(section_legend());
   draw_rank_legend(s, rx, H - 14, rw, P);
   return s;
 }
