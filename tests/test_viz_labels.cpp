@@ -45,3 +45,13 @@ TEST_CASE("viz labels: a ring tile's section is shown as whose KV block it is, t
     CHECK(t->info != "upper");
   }
 }
+
+TEST_CASE("viz labels: the ring's step is counted within the phase shown") {
+  const RunModel m = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 64));  // forward and backward: 8 steps
+  REQUIRE(m.steps.size() == 8);
+  ViewState v;
+  v.step = step_index(m, Phase::fwd, 1);
+  CHECK(step_label(m, v.step) == "fwd step 1 (2 of 4 forward steps)");
+  CHECK(ring_view(m, v, 1264, 640).title.find("fwd step 1 (2 of 4 forward steps)") != std::string::npos);
+  CHECK(step_label(m, step_index(m, Phase::bwd, 0)) == "bwd step 0 (1 of 4 backward steps)");
+}

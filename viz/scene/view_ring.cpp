@@ -100,8 +100,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     if (e.phase == phase && e.step == step) (e.kind == EventKind::tile ? tiles : sends).push_back(&e);
   sends.erase(std::remove_if(sends.begin(), sends.end(), [](const Event* e) { return e->kind != EventKind::send; }), sends.end());
   s.title = m.trace.meta().count("mode") ? m.trace.meta().at("mode") : std::string("trace");
-  s.title += " " + to_string(phase) + " step " + std::to_string(step) + "  (" + std::to_string(si + 1) + " of " +
-             std::to_string(m.steps.size()) + ")";
+  s.title += " " + step_label(m, static_cast<int>(si));  // counted within the phase shown
   if (!m.from_file()) s.title += ", " + std::to_string(m.cp().n()) + " tokens per rank";
 
   // left: the attention matrix, one square per head group where heads are split (a2a, a2a+p2p)
