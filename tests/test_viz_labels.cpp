@@ -55,3 +55,46 @@ TEST_CASE("viz labels: the ring's step is counted within the phase shown") {
   CHECK(ring_view(m, v, 1264, 640).title.find("fwd step 1 (2 of 4 forward steps)") != std::string::npos);
   CHECK(step_label(m, step_index(m, Phase::bwd, 0)) == "bwd step 0 (1 of 4 backward steps)");
 }
+
+TEST_CASE("viz labels: no text of the ring view overlaps another text or an arrow, at cp 2, 4, 8 and 16") {
+  for (index_t P : {2, 4, 8, 16})
+    for (Layout l : {Layout::contiguous, Layout::zigzag})
+      for (auto [W, H] : {std::pair<float, float>{1264, 640}, {960, 600}, {1600, 900}}) {
+        const RunModel m = RunModel::build(run_params(Mode::p2p, l, P, 4 * P));
+        for (int si = 0; si < static_cast<int>(m.steps.size()); ++si) {
+          ViewState v;
+          v.step = si;
+          const Scene s = ring_view(m, v, W, H);
+          std::vector<const Prim*> texts, arrows;
+          for (const Prim& p : s.prims) (p.kind == Prim::Kind::text ? texts : arrows).push_back(&p);
+          arrows.erase(std::remove_if(arrows.begin(), arrows.end(), [](const Prim* p) { return p->kind != Prim::Kind::arrow; }),
+                       arrows.end());
+          REQUIRE(s.find("holds_kv").size() == static_cast<size_t>(P));
+          for (size_t a = 0; a < texts.size(); ++a) {
+            const Box ba = text_box(texts[a]->pts[0], texts[a]->pts[1], texts[a]->text);
+            INFO("cp " << P << ", " << to_string(l) << ", " << W << " x " << H << ", " << step_label(m, si) << ": '" << texts[a]->text << "' at ("
+                       << ba.x0 << ", " << ba.y0 << ")");
+            for (size_t b = a + 1; b < texts.size(); ++b) {
+              INFO("over '" << texts[b]->text << "' at (" << texts[b]->pts[0] << ", " << texts[b]->pts[1] << ")");
+              CHECK_FALSE(ba.hits(text_box(texts[b]->pts[0], texts[b]->pts[1], texts[b]->text)));
+            }
+            for (const Prim* r : arrows) {
+              INFO("over the arrow " << r->rank << " -> " << r->peer);
+              CHECK_FALSE(ba.hits_segment(r->pts[0], r->pts[1], r->pts[2], r->pts[3]));
+            }
+          }
+        }
+      }
+}
+
+TEST_CASE("viz labels: the text and arrow boxes (text_box, Box) see an overlap") {
+  const Box b = text_box(10, 10, "KV of r0");  // 56 x 13
+  CHECK(b.x1 == doctest::Approx(66));
+  CHECK(b.y1 == doctest::Approx(23));
+  CHECK(b.hits(text_box(60, 20, "x")));
+  CHECK_FALSE(b.hits(text_box(66, 10, "x")));  // touching is not overlapping
+  CHECK(b.hits_segment(0, 0, 100, 30));
+  CHECK(b.hits_segment(20, 15, 30, 16));  // inside
+  CHECK_FALSE(b.hits_segment(0, 0, 100, 0));
+  CHECK_FALSE(b.hits_segment(70, 0, 70, 100));
+}

@@ -82,6 +82,47 @@ void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*
   s.rect(x + gw + 30, y + 20, x + 2 * gw + 30, y + h - 10, kNone, kDim, "frame");
 }
 
+// ring modes: "KV of rJ" beside each node r that holds rank J's block, at the first place around the
+// node (outward first) where its box meets no text, node or arrow drawn so far and stays in [xmin, xmax)
+template <class Pos>
+void place_kv_labels(Scene& s, const std::vector<int>& holds, Pos pos, float cx, float cy, float node, float xmin, float xmax) {
+  for (int r = 0; r < static_cast<int>(holds.size()); ++r) {
+    if (holds[static_cast<size_t>(r)] < 0) continue;
+    const std::string label = "KV of r" + std::to_string(holds[static_cast<size_t>(r)]);
+    const auto [x, y] = pos(r);
+    const float w = text_width(label), d = node + 3;
+    const bool right = x >= cx, below = y >= cy, side = std::fabs(x - cx) >= std::fabs(y - cy);
+    // candidates: beside (outward), above/below (outward), then the other ways, then further out
+    std::vector<std::pair<float, float>> at;
+    for (float extra : {0.0f, 8.0f, 16.0f, 28.0f}) {
+      const float sx = right ? x + d + extra : x - d - extra - w, vy = below ? y + d + extra : y - d - extra - kLineH;
+      const float ox = right ? x - d - extra - w : x + d + extra, oy = below ? y - d - extra - kLineH : y + d + extra;
+      if (side) at.insert(at.end(), {{sx, y - kLineH / 2}, {sx, vy}, {x - w / 2, vy}, {sx, below ? y + 2 : y - kLineH - 2}});
+      else at.insert(at.end(), {{x - w / 2, vy}, {sx, vy}, {sx, y - kLineH / 2}, {ox, vy}});
+      at.insert(at.end(), {{ox, y - kLineH / 2}, {x - w / 2, oy}});
+    }
+    auto free = [&](float tx, float ty) {
+      const Box b = text_box(tx, ty, label);
+      if (b.x0 < xmin || b.x1 > xmax || b.y0 < 0) return false;
+      for (const Prim& p : s.prims) {
+        const auto& q = p.pts;
+        if (p.kind == Prim::Kind::text && b.hits(text_box(q[0], q[1], p.text))) return false;
+        if (p.kind == Prim::Kind::arrow && b.hits_segment(q[0], q[1], q[2], q[3])) return false;
+        if (p.kind == Prim::Kind::circle && b.hits(Box{q[0] - q[2], q[1] - q[2], q[0] + q[2], q[1] + q[2]})) return false;
+      }
+      return true;
+    };
+    auto best = at.front();
+    for (const auto& c : at)
+      if (free(c.first, c.second)) {
+        best = c;
+        break;
+      }
+    s.text(best.first, best.second, label, kLight, "holds_kv");
+    s.prims.back().rank = r, s.prims.back().peer = holds[static_cast<size_t>(r)];
+  }
+}
+
 }  // namespace
 
 Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
@@ -257,15 +298,11 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   for (int r = 0; r < P; ++r) {
     auto [x, y] = pos(r);
     s.circle(x, y, node, rank_color(r, P), kBackground, r);
-    if (P <= 16) s.text(x - 4, y - 7, std::to_string(r), kBlack);
-    if (kv_ring && P <= 16 && holds[static_cast<size_t>(r)] >= 0) {
-      const float out = (x - cx) >= 0 ? node + 3 : -node - 3 - 7 * 8;
-      s.text(x + out, y + node - 2, "KV of r" + std::to_string(holds[static_cast<size_t>(r)]), kLight, "holds_kv");
-      s.prims.back().rank = r, s.prims.back().peer = holds[static_cast<size_t>(r)];
-    }
+    if (P <= 16) s.text(x - text_width(std::to_string(r)) / 2, y - kLineH / 2, std::to_string(r), kBlack, "node_label");
   }
-  if (sends.empty()) s.text(rx, 20 + 2 * R + 34, "no messages at this step", kLight);
-  float ny = 20 + 2 * R + 34;
+  // the captions below the circle start under its lowest node and its label
+  float ny = cy + R + node + kLineH + 8;
+  if (sends.empty()) s.text(rx, ny, "no messages at this step", kLight), ny += 16;
   for (const auto& [what, mt] : by_tensor) {  // the trace's message sizes, exact (the lessons quote them)
     const auto each = static_cast<double>(mt.first);
     const std::string size = mt.first < 1000000 ? std::to_string(mt.first) + " B" : human_bytes(each);
@@ -273,6 +310,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
                        human_bytes(static_cast<double>(mt.bytes)) + " in all", kLight);
     ny += 16;
   }
+  if (kv_ring && P <= 16) place_kv_labels(s, holds, pos, cx, cy, node, rx - 10, W);
 
   // bottom right: FLOPs per rank, this step and summed over the phase up to it
   std::vector<double> now(static_cast<size_t>(P), 0), sum(static_cast<size_t>(P), 0);
