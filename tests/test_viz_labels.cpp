@@ -98,3 +98,9 @@ TEST_CASE("viz labels: the text and arrow boxes (text_box, Box) see an overlap")
   CHECK_FALSE(b.hits_segment(0, 0, 100, 0));
   CHECK_FALSE(b.hits_segment(70, 0, 70, 100));
 }
+
+TEST_CASE("viz labels: the ring view keys its blank cells") {
+  const RunModel r = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));
+  const Scene s = ring_view(r, ViewState{}, 1264, 640);
+  CHECK(std::any_of(s.prims.begin(), s.prims.end(), [](const Prim& p) { return p.tag == "legend_text" && p.text == "blank: computed by no rank so far"; }));
+}

@@ -310,6 +310,14 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
                        human_bytes(static_cast<double>(mt.bytes)) + " in all", kLight);
     ny += 16;
   }
+  // the key to the matrix's tiles, blank cells included (no rank computes them at this step or before)
+  if (S > 0 && !a2a_step) {
+    const Rgba c0 = rank_color(0, P);
+    ny += 4 + draw_key_legend(s, rx, ny + 4, rw, {{c0, kNone, "computed at this step (colour = rank)"},
+                                                  {with_alpha(c0, 45), kNone, "an earlier step"},
+                                                  {kNone, with_alpha(c0, 160), "skipped"},
+                                                  {kMatrix, kDim, "blank: computed by no rank so far"}});
+  }
   if (kv_ring && P <= 16) place_kv_labels(s, holds, pos, cx, cy, node, rx - 10, W);
 
   // bottom right: FLOPs per rank, this step and summed over the phase up to it
@@ -346,7 +354,8 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     s.notes.push_back("whole " + to_string(phase) + " per rank: FLOPs " + count_list(flops) + ", bytes sent " + count_list(sent, true));
   }
   s.notes.push_back("tiles: colour = rank computing it; the filled cells = the (query, key) pairs the mask leaves; outline = "
-                    "skipped tile; faint = the phase's earlier steps; lines: chunk (dim) and sequence (bright) boundaries");
+                    "skipped tile; faint = the phase's earlier steps; blank = computed by no rank at this step or before; lines: "
+                    "chunk (dim) and sequence (bright) boundaries");
   if (!s.find("tile_label").empty()) s.notes.push_back(section_legend());
   draw_rank_legend(s, rx, H - 14, rw, P);
   return s;
