@@ -18,6 +18,16 @@ using namespace cplab::viz;
 using cplab::viz::test::run_params;
 using cplab::viz::test::step_index;
 
+namespace {
+
+bool has_text(const Scene& s, const std::string& tag, const std::string& words) {
+  for (const Prim* p : s.find(tag))
+    if (p->text.find(words) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("viz labels: a ring tile's section is shown as whose KV block it is, the trace keeps its strings") {
   CHECK(section_label("lower") == "KV of a lower rank (j<r)");
   CHECK(section_label("upper") == "KV of a higher rank (j>r)");
@@ -99,8 +109,30 @@ TEST_CASE("viz labels: the text and arrow boxes (text_box, Box) see an overlap")
   CHECK_FALSE(b.hits_segment(70, 0, 70, 100));
 }
 
-TEST_CASE("viz labels: the ring view keys its blank cells") {
+TEST_CASE("viz labels: the masks view labels every panel and bar, uses the canvas, and keys its blank cells") {
+  for (Layout l : {Layout::contiguous, Layout::zigzag}) {
+    VizParams p = run_params(Mode::p2p, l, 4, 32);
+    p.cp.window = 4;  // zigzag under a window: blocks no rank ever computes (lesson 14)
+    const RunModel m = RunModel::build(p);
+    for (auto [W, H] : {std::pair<float, float>{1264, 640}, {960, 600}, {800, 900}}) {
+      const Scene s = masks_view(m, ViewState{}, W, H);
+      INFO(to_string(l) << ", " << W << " x " << H);
+      CHECK(s.find("panel_label").size() == 3);  // global, rank order, tile grid
+      CHECK(s.find("bars_label").size() == 1);
+      CHECK(s.find("bar_label").size() == s.find("flops_bar").size());
+      CHECK(s.find("grid_label").size() >= 4);  // r0..r3 at least
+      // the two matrices use the canvas (a row of three squares, or two over the tile grid): a
+      // quarter of it at least (a row of three on a tall canvas covered 15%)
+      const auto frames = s.find("matrix");
+      REQUIRE(frames.size() == 2);
+      float area = 0;
+      for (const Prim* f : frames) area += (f->pts[2] - f->pts[0]) * (f->pts[3] - f->pts[1]);
+      CHECK(area >= 0.25f * W * H);
+      CHECK(has_text(s, "legend_text", "blank cell: a tile never computed"));
+      CHECK(!s.find("cell").empty());
+    }
+  }
+  // the ring view keys its blank cells too
   const RunModel r = RunModel::build(run_params(Mode::p2p, Layout::zigzag, 4, 32));
-  const Scene s = ring_view(r, ViewState{}, 1264, 640);
-  CHECK(std::any_of(s.prims.begin(), s.prims.end(), [](const Prim& p) { return p.tag == "legend_text" && p.text == "blank: computed by no rank so far"; }));
+  CHECK(has_text(ring_view(r, ViewState{}, 1264, 640), "legend_text", "blank: computed by no rank so far"));
 }
