@@ -146,7 +146,7 @@ Scene masks_view(const RunModel& m, const ViewState& v, float W, float H) {
   const float cellp = std::max(2.0f, std::min(w3 / static_cast<float>(cols), side / static_cast<float>(P)));
   // the columns' and rows' names, where they fit; the FLOPs bars' heading
   for (size_t c = 0; c < cols && cellp >= text_width(ring ? "j=99" : "99") + 2; ++c)
-    s.text(x3 + static_cast<float>(c) * cellp + 1, y3 - kLineH - 2, (ring ? "j=" : "") + std::to_string(c + (ring ? 0 : 1)), kLight, "grid_label");
+    s.text(x3 + static_cast<float>(c) * cellp + 1, y3 - kLineH - 2, (ring ? "j=" : cellp >= text_width("tile 99") + 2 ? "tile " : "") + std::to_string(c + (ring ? 0 : 1)), kLight, "grid_label");
   s.text(x3 + static_cast<float>(cols) * cellp + 6, y3 - kLineH - 2, "forward FLOPs", kText, "bars_label");
   const double fmax = std::max(1.0, *std::max_element(flops.begin(), flops.end()));
   for (int r = 0; r < P; ++r) {
