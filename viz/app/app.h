@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model.h"
+#include "typed_input.h"
 #include "views.h"
 
 namespace cplab::viz {
@@ -52,13 +53,6 @@ Scene build_view(const AppState& app, const ViewState& vs, float W, float H);
 void help(const char* text);
 // the rule the last edit broke, in red, wrapped at the pane's edge (never clipped)
 void error_text(const std::string& text);
-// Typed fields: the value typed is applied when the edit ends, however it ends: Enter, Tab or a
-// click elsewhere (ImGui::IsItemDeactivatedAfterEdit), never keystroke by keystroke (a half-typed
-// "1" of "128" would rebuild the run) and never lost by leaving the field without Enter.
-// A text field over buf[size]: true when an edit ended (buf holds what was typed)
-bool input_text_committed(const char* label, char* buf, size_t size);
-// an integer field: true when an edit ended with a new value, now in x
-bool input_int_committed(const char* label, long long& x);
 // shared run parameters (mode, cp, seq, heads, kv heads, layout, hcp sizes, cu_seqlens, causal);
 // true when something changed
 bool run_controls(AppState& app);
