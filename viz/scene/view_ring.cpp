@@ -8,6 +8,9 @@
 // transpose: which rank holds which (token, head) before and after, from the layout and the next
 // compute step's tiles. Notes: up to 16 ranks, each rank's FLOPs (this step, so far) and the whole
 // phase's FLOPs and bytes sent, summed from the trace, exactly as the lessons print them.
+// Words: the title counts the step within its phase (step_label); a tile is labelled with whose KV
+// block it is (section_label: j=r, j<r, j>r), and the notes define j and r; each "KV of rJ" label
+// sits where it meets no other text, node or arrow; a legend keys the matrix (blank cells included).
 #include <algorithm>
 #include <cmath>
 #include <map>
