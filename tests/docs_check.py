@@ -12,6 +12,8 @@ Usage: docs_check.py SOURCE_DIR
    private notes or seeds the project was started from (the word "notes" before a section number, "seed"
    before a three-digit number, the notes' file names, the folder beside the checkout that holds
    them). Cite the public source or docs/sources.md instead.
+3. Counts: every "N lessons" (digits or a word, "16 step-by-step lessons", "Sixteen lessons") in
+   README.md and tutorials/README.md is the number of lesson folders (tutorials/NN_*/).
 What it is not: a check of the commands the pages quote (readme_commands.py, check_cli.py and the
 lessons' check_lesson.py run those).
 """
@@ -136,6 +138,20 @@ for dirpath, dirnames, filenames in os.walk(root):
             if m:
                 failures.append(f"{os.path.relpath(path, root)}:{n}: cites a private document ({m.group(0)!r}): "
                                 f"cite the public source or docs/sources.md")
+
+# ---- 3. the lesson count ----------------------------------------------------------------------------------
+WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+         "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+tut = os.path.join(root, "tutorials")
+n_lessons = len([d for d in os.listdir(tut) if re.match(r"\d\d_", d) and os.path.isdir(os.path.join(tut, d))])
+COUNT = re.compile(r"\b(\d+|" + "|".join(WORDS) + r")\s+(?:step-by-step\s+)?lessons\b", re.I)
+for page in ["README.md", os.path.join("tutorials", "README.md")]:
+    for n, line in enumerate(open(os.path.join(root, page)).read().split("\n"), 1):
+        for m in COUNT.finditer(line):
+            w = m.group(1).lower()
+            said = int(w) if w.isdigit() else WORDS.index(w)
+            if said != n_lessons:
+                failures.append(f"{page}:{n}: says {m.group(0)!r}, tutorials/ has {n_lessons} lessons")
 
 for f in failures:
     print("FAIL:", f)

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "model.h"
+#include "typed_input.h"
 #include "viz_cli.h"
 #include "views.h"
 

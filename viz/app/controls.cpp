@@ -18,7 +18,7 @@ namespace {
 
 bool input_index(const char* label, index_t& x, const char* tip) {
   long long v = x;
-  const bool changed = ImGui::InputScalar(label, ImGuiDataType_S64, &v, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool changed = input_int_committed(label, v);
   help(tip);
   if (changed) x = static_cast<index_t>(v);
   return changed;
@@ -46,8 +46,8 @@ bool infer_controls(AppState& app) {
   static char kv[128] = "";
   static int kv_version = -1;
   if (kv_version != app.params_version) std::strncpy(kv, p.kv_cache.c_str(), sizeof kv - 1), kv_version = app.params_version;
-  if (ImGui::InputText("kv cache", kv, sizeof kv, ImGuiInputTextFlags_EnterReturnsTrue) && std::strlen(kv) > 0) p.kv_cache = kv, changed = true;
-  help("Cached tokens per request (press Enter): one length, or one per request (100,200).");
+  if (input_text_committed("kv cache", kv, sizeof kv) && std::strlen(kv) > 0) p.kv_cache = kv, changed = true;
+  help("Cached tokens per request (applied on Enter, Tab or a click elsewhere): one length, or one per request (100,200).");
   return changed;
 }
 
@@ -76,7 +76,7 @@ bool run_controls(AppState& app) {
   if (ImGui::Combo("layout", &li, layouts, 3)) s.layout = parse_layout(layouts[li]), changed = true;
   help("How tokens are dealt to ranks. contiguous: rank r gets the r-th slice (causal work is unbalanced). "
        "zigzag: 2*cp chunks, rank r gets chunks r and 2cp-1-r (balanced). striped: token i goes to rank i mod cp.");
-  changed |= input_index("cp", s.cp, "Context-parallel size: the number of ranks the sequence is split over (press Enter).");
+  changed |= input_index("cp", s.cp, "Context-parallel size: the number of ranks the sequence is split over.");
   changed |= input_index("seq", s.seq, "Tokens in the sequence (unpacked runs). zigzag needs a multiple of 2*cp, the others of cp.");
   changed |= input_index("heads", s.heads, "Query heads. Ulysses (a2a) needs heads divisible by its all-to-all size.");
   changed |= input_index("kv heads", s.kv_heads, "Key/value heads (GQA when fewer than query heads). They set the bytes a KV block weighs.");
@@ -93,7 +93,7 @@ bool run_controls(AppState& app) {
     std::strncpy(cu, t.c_str(), sizeof cu - 1);
     cu_version = app.params_version;
   }
-  if (ImGui::InputText("cu_seqlens", cu, sizeof cu, ImGuiInputTextFlags_EnterReturnsTrue)) {
+  if (input_text_committed("cu_seqlens", cu, sizeof cu)) {
     try {
       s.cu_seqlens = std::strlen(cu) == 0 ? std::vector<index_t>{} : parse_cu_seqlens(cu);
       changed = true;

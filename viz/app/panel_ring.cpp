@@ -14,11 +14,12 @@ void panel_ring(AppState& app) {
   ImGui::Separator();
   if (n == 0) return;
   app.vs.step = std::clamp(app.vs.step, 0, n - 1);
-  const auto [phase, step] = app.run.steps[static_cast<size_t>(app.vs.step)];
-  const std::string label = to_string(phase) + " step " + std::to_string(step);
+  // the step counted within its phase, as the view's title counts it (step_label): "fwd step 1 (2 of 4
+  // forward steps)"; the slider still runs through the backward's steps after the forward's
+  const std::string label = step_label(app.run, app.vs.step);
   ImGui::SliderInt("step", &app.vs.step, 0, n - 1, label.c_str());
-  help("Steps of the trace in order: the forward's, then the backward's. A ring has cp steps per pass; "
-       "all-gather and all-to-all modes have a communication step before and after the compute step.");
+  help("Steps of the trace in order: the forward's, then the backward's (if traced), each counted within its own pass. "
+       "A ring has cp steps per pass; all-gather and all-to-all modes have a communication step before and after the compute step.");
   if (ImGui::Button("<")) app.vs.step = (app.vs.step + n - 1) % n;
   ImGui::SameLine();
   if (ImGui::Button(app.playing ? "pause" : "play")) app.playing = !app.playing;

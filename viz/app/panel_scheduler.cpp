@@ -12,10 +12,9 @@ void panel_scheduler(AppState& app) {
   ImGui::TextWrapped("Dynamic CP: each sequence gets its own CP size and group of ranks. Megatron v1 (top) and cplab (bottom).");
   bool changed = false;
   long long N = p.ranks, M = p.max_per_rank;
-  if (ImGui::InputScalar("ranks", ImGuiDataType_S64, &N, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue)) p.ranks = N, changed = true;
+  if (input_int_committed("ranks", N)) p.ranks = N, changed = true;
   help("Ranks in the DP x CP group (a power of two).");
-  if (ImGui::InputScalar("max tokens/rank", ImGuiDataType_S64, &M, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue))
-    p.max_per_rank = M, changed = true;
+  if (input_int_committed("max tokens/rank", M)) p.max_per_rank = M, changed = true;
   help("Memory limit: a sequence of L tokens needs at least L / this many ranks (rounded up to a power of two).");
   static char len[1024] = "";
   static int len_version = -1;  // reloaded when the parameters were replaced (a lesson page opened)
@@ -23,10 +22,10 @@ void panel_scheduler(AppState& app) {
     std::strncpy(len, p.lengths.c_str(), sizeof len - 1);
     len_version = app.params_version;
   }
-  if (ImGui::InputText("lengths", len, sizeof len, ImGuiInputTextFlags_EnterReturnsTrue)) p.lengths = len, p.dist.clear(), changed = true;
+  if (input_text_committed("lengths", len, sizeof len)) p.lengths = len, p.dist.clear(), changed = true;
   help("The batch: sequence lengths in tokens. The default is the 8-sample example of `cplab schedule`.");
   static char dist[512] = "";
-  if (ImGui::InputText("distribution", dist, sizeof dist, ImGuiInputTextFlags_EnterReturnsTrue)) p.dist = dist, changed = true;
+  if (input_text_committed("distribution", dist, sizeof dist)) p.dist = dist, changed = true;
   help("A length distribution file (data/dcp/*.json): draws one batch with the seed below, as `cplab schedule --dist` does.");
   int seed = static_cast<int>(p.seed);
   if (ImGui::InputInt("seed", &seed)) p.seed = static_cast<std::uint64_t>(seed < 0 ? 0 : seed), changed = !p.dist.empty() || changed;

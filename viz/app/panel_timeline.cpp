@@ -40,9 +40,9 @@ void panel_timeline(AppState& app) {
     ch |= preset_combo("intra", o.intra, link_preset_names(), "Link between GPUs of one node (as cplab plan --intra).");
     ch |= preset_combo("inter", o.inter, link_preset_names(), "Link between nodes (as cplab plan --inter).");
     long long gpn = o.gpus_per_node;
-    if (ImGui::InputScalar("gpus/node", ImGuiDataType_S64, &gpn, nullptr, nullptr, "%lld", ImGuiInputTextFlags_EnterReturnsTrue))
+    if (input_int_committed("gpus/node", gpn))
       o.gpus_per_node = static_cast<index_t>(gpn), ch = true;
-    help("GPUs per node (press Enter): ranks r / gpus-per-node share a node and its intra link; cp must fill whole nodes.");
+    help("GPUs per node (applied on Enter, Tab or a click elsewhere): ranks r / gpus-per-node share a node and its intra link; cp must fill whole nodes.");
     if (ch) app.rebuild_run();
   } else {
     ImGui::TextWrapped("trace: %s", shown(app.params.trace_file, 500).c_str());

@@ -33,6 +33,29 @@ Rgba rank_color(int r, int P) {
   return hsv(0.85 * r / P, 0.65, r % 2 == 0 ? 0.95 : 0.75);
 }
 
+float text_width(const std::string& s) { return kCharW * static_cast<float>(s.size()); }
+
+Box text_box(float x, float y, const std::string& s) { return {x, y, x + text_width(s), y + kLineH}; }
+
+bool Box::hits(const Box& b) const { return x0 < b.x1 && b.x0 < x1 && y0 < b.y1 && b.y0 < y1; }
+
+bool Box::hits_segment(float ax, float ay, float bx, float by) const {
+  // Liang-Barsky: clip the segment to the box; it hits when a piece of positive length is left inside
+  double t0 = 0, t1 = 1;
+  const double dx = bx - ax, dy = by - ay;
+  const double p[4] = {-dx, dx, -dy, dy}, q[4] = {ax - x0, x1 - ax, ay - y0, y1 - ay};
+  for (int i = 0; i < 4; ++i) {
+    if (p[i] == 0) {
+      if (q[i] <= 0) return false;  // parallel to this edge and outside (or on it)
+      continue;
+    }
+    const double r = q[i] / p[i];
+    if (p[i] < 0) t0 = std::max(t0, r);
+    else t1 = std::min(t1, r);
+  }
+  return t1 - t0 > 1e-6;
+}
+
 Rgba with_alpha(Rgba c, std::uint8_t a) { return {c.r, c.g, c.b, a}; }
 
 Rgba mix(Rgba a, Rgba b, double t) {

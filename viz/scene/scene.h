@@ -24,6 +24,21 @@ struct Rgba {
 inline constexpr Rgba kBlack{0, 0, 0, 255}, kWhite{255, 255, 255, 255}, kGrey{128, 128, 128, 255},
     kLight{200, 200, 200, 255}, kDim{70, 70, 78, 255}, kText{230, 230, 235, 255}, kBackground{24, 24, 28, 255},
     kNone{0, 0, 0, 0};
+// the empty matrix under the tiles, and the empty cell of the masks view's tile grid: what the
+// legends call blank (computed by no rank)
+inline constexpr Rgba kMatrix{34, 34, 40, 255}, kEmptyCell{40, 40, 46, 255};
+
+// The extent of text in the app's font (Dear ImGui's default, ProggyClean 13 px: every character
+// 7 px wide, a line 13 px high), so that views place text without a font and tests can check that
+// no two texts (or a text and an arrow) overlap. A text primitive's box: its top left + this extent.
+inline constexpr float kCharW = 7.0f, kLineH = 13.0f;
+float text_width(const std::string& s);  // one line, in pixels
+struct Box {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool hits(const Box& b) const;                               // the interiors intersect
+  bool hits_segment(float ax, float ay, float bx, float by) const;  // the segment crosses the interior
+};
+Box text_box(float x, float y, const std::string& s);
 
 // colour of rank r of P: Tableau-10 for P <= 10, else hues spread over the wheel in rank order
 Rgba rank_color(int r, int P);

@@ -150,9 +150,9 @@ void draw_token_ticks(Scene& s, float x, float y, float side, index_t S, const A
     const float p = static_cast<float>(static_cast<double>(t) * px);
     const std::string label = std::to_string(t);
     s.line(x + p, y - 4, x + p, y, kLight);
-    s.text(std::min(x + p, x + side - 7 * static_cast<float>(label.size())), y - 17, label, kLight, "tick");
+    s.text(std::min(x + p, x + side - text_width(label)), y - 17, label, kLight, "tick");
     s.line(x - 4, y + p, x, y + p, kLight);
-    s.text(x - 6 - 7 * static_cast<float>(label.size()), std::min(y + p - 6, y + side - 12), label, kLight, "tick");
+    s.text(x - 6 - text_width(label), std::min(y + p - 6, y + side - 12), label, kLight, "tick");
   }
   (void)o;
 }
@@ -180,7 +180,7 @@ std::vector<GroupSquare> head_group_squares(Scene& s, const CpSpec& spec, float 
   std::vector<GroupSquare> out;
   for (int g = 0; const auto& [bx, by, bs] : grid_boxes(G, x, y, w, h, G > 1 ? 14.0f : 0.0f)) {
     out.push_back({bx, by, bs, s.panel(G > 1 ? name + ", head group " + std::to_string(g) : name, bx, by, bx + bs, by + bs)});
-    s.rect(bx, by, bx + bs, by + bs, Rgba{34, 34, 40, 255}, kDim, "matrix");
+    s.rect(bx, by, bx + bs, by + bs, kMatrix, kDim, "matrix");
     if (G > 1) s.text(bx, by - 12, "heads " + std::to_string(g * spec.h() / G) + ".." + std::to_string((g + 1) * spec.h() / G - 1), kLight);
     draw_boundaries(s, bx, by, bs, spec.S(), o, spans, pk);
     ++g;

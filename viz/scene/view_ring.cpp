@@ -8,6 +8,9 @@
 // transpose: which rank holds which (token, head) before and after, from the layout and the next
 // compute step's tiles. Notes: up to 16 ranks, each rank's FLOPs (this step, so far) and the whole
 // phase's FLOPs and bytes sent, summed from the trace, exactly as the lessons print them.
+// Words: the title counts the step within its phase (step_label); a tile is labelled with whose KV
+// block it is (section_label: j=r, j<r, j>r), and the notes define j and r; each "KV of rJ" label
+// sits where it meets no other text, node or arrow; a legend keys the matrix (blank cells included).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -82,6 +85,47 @@ void transpose_panel(Scene& s, const RunModel& m, const std::vector<const Event*
   s.rect(x + gw + 30, y + 20, x + 2 * gw + 30, y + h - 10, kNone, kDim, "frame");
 }
 
+// ring modes: "KV of rJ" beside each node r that holds rank J's block, at the first place around the
+// node (outward first) where its box meets no text, node or arrow drawn so far and stays in [xmin, xmax)
+template <class Pos>
+void place_kv_labels(Scene& s, const std::vector<int>& holds, Pos pos, float cx, float cy, float node, float xmin, float xmax) {
+  for (int r = 0; r < static_cast<int>(holds.size()); ++r) {
+    if (holds[static_cast<size_t>(r)] < 0) continue;
+    const std::string label = "KV of r" + std::to_string(holds[static_cast<size_t>(r)]);
+    const auto [x, y] = pos(r);
+    const float w = text_width(label), d = node + 3;
+    const bool right = x >= cx, below = y >= cy, side = std::fabs(x - cx) >= std::fabs(y - cy);
+    // candidates: beside (outward), above/below (outward), then the other ways, then further out
+    std::vector<std::pair<float, float>> at;
+    for (float extra : {0.0f, 8.0f, 16.0f, 28.0f}) {
+      const float sx = right ? x + d + extra : x - d - extra - w, vy = below ? y + d + extra : y - d - extra - kLineH;
+      const float ox = right ? x - d - extra - w : x + d + extra, oy = below ? y - d - extra - kLineH : y + d + extra;
+      if (side) at.insert(at.end(), {{sx, y - kLineH / 2}, {sx, vy}, {x - w / 2, vy}, {sx, below ? y + 2 : y - kLineH - 2}});
+      else at.insert(at.end(), {{x - w / 2, vy}, {sx, vy}, {sx, y - kLineH / 2}, {ox, vy}});
+      at.insert(at.end(), {{ox, y - kLineH / 2}, {x - w / 2, oy}});
+    }
+    auto free = [&](float tx, float ty) {
+      const Box b = text_box(tx, ty, label);
+      if (b.x0 < xmin || b.x1 > xmax || b.y0 < 0) return false;
+      for (const Prim& p : s.prims) {
+        const auto& q = p.pts;
+        if (p.kind == Prim::Kind::text && b.hits(text_box(q[0], q[1], p.text))) return false;
+        if (p.kind == Prim::Kind::arrow && b.hits_segment(q[0], q[1], q[2], q[3])) return false;
+        if (p.kind == Prim::Kind::circle && b.hits(Box{q[0] - q[2], q[1] - q[2], q[0] + q[2], q[1] + q[2]})) return false;
+      }
+      return true;
+    };
+    auto best = at.front();
+    for (const auto& c : at)
+      if (free(c.first, c.second)) {
+        best = c;
+        break;
+      }
+    s.text(best.first, best.second, label, kLight, "holds_kv");
+    s.prims.back().rank = r, s.prims.back().peer = holds[static_cast<size_t>(r)];
+  }
+}
+
 }  // namespace
 
 Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
@@ -100,8 +144,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     if (e.phase == phase && e.step == step) (e.kind == EventKind::tile ? tiles : sends).push_back(&e);
   sends.erase(std::remove_if(sends.begin(), sends.end(), [](const Event* e) { return e->kind != EventKind::send; }), sends.end());
   s.title = m.trace.meta().count("mode") ? m.trace.meta().at("mode") : std::string("trace");
-  s.title += " " + to_string(phase) + " step " + std::to_string(step) + "  (" + std::to_string(si + 1) + " of " +
-             std::to_string(m.steps.size()) + ")";
+  s.title += " " + step_label(m, static_cast<int>(si));  // counted within the phase shown
   if (!m.from_file()) s.title += ", " + std::to_string(m.cp().n()) + " tokens per rank";
 
   // left: the attention matrix, one square per head group where heads are split (a2a, a2a+p2p)
@@ -124,7 +167,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     auto draw_tile = [&](const Event& e, Rgba c, const std::string& tag) {
       const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e.rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
-      const std::string info = e.section + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
+      const std::string info = section_label(e.section) + ", mask " + e.mask + ", " + human_count(static_cast<double>(e.flops)) + " FLOP";
       if (e.mask == "skipped") {  // where the tile would be: an outline, nothing computed
         const MatrixFrame fb{bx, by, bs, S};
         for (const Span& r : e.rows)
@@ -158,13 +201,17 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       const auto [bx, by, bs, bpanel] = boxes[static_cast<size_t>(head_group_of(spec, e->rank))];
       const double cell = static_cast<double>(bs) / static_cast<double>(S);
       record_tile(s, *e, bpanel, cell, cell, first);
-      // the tile's kind (lesson 5's names), on each contiguous block large enough to hold it
+      // whose KV block the tile is (section_label: j=r, j<r, j>r), on each contiguous block large
+      // enough to hold it: the words when they fit, else the brief form
       for (const Span& r : e->rows)
         for (const Span& k : e->cols) {
           const float w = static_cast<float>(static_cast<double>(k.count) * cell), h = static_cast<float>(static_cast<double>(r.count) * cell);
-          if (r.stride != 1 || k.stride != 1 || w < 8 * static_cast<float>(e->section.size()) || h < 14) continue;
-          s.text(bx + static_cast<float>(static_cast<double>(k.begin) * cell) + w / 2 - 3.5f * static_cast<float>(e->section.size()),
-                 by + static_cast<float>(static_cast<double>(r.begin) * cell) + h / 2 - 6, e->section, kWhite, "tile_label");
+          std::string label = section_label(e->section);
+          if (text_width(label) + 8 > w) label = section_label(e->section, true);
+          if (r.stride != 1 || k.stride != 1 || text_width(label) + 8 > w || h < kLineH + 2) continue;
+          s.text(bx + static_cast<float>(static_cast<double>(k.begin) * cell) + (w - text_width(label)) / 2,
+                 by + static_cast<float>(static_cast<double>(r.begin) * cell) + (h - kLineH) / 2, label, kWhite, "tile_label");
+          s.prims.back().info = e->section;
         }
     }
     // hover: which rank computes (query, key) at this step
@@ -182,7 +229,7 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
       };
       for (const Event* e : tiles)
         if (head_group_of(spec, e->rank) == h && in(e->rows, q) && in(e->cols, k))
-          who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + e->section + ", " + e->mask + ")";
+          who += (who.empty() ? "" : "; ") + std::string("rank ") + std::to_string(e->rank) + " (" + section_label(e->section) + ", " + e->mask + ")";
       s.hover += who.empty() ? "no tile at this step" : who;
     }
   }
@@ -254,15 +301,11 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
   for (int r = 0; r < P; ++r) {
     auto [x, y] = pos(r);
     s.circle(x, y, node, rank_color(r, P), kBackground, r);
-    if (P <= 16) s.text(x - 4, y - 7, std::to_string(r), kBlack);
-    if (kv_ring && P <= 16 && holds[static_cast<size_t>(r)] >= 0) {
-      const float out = (x - cx) >= 0 ? node + 3 : -node - 3 - 7 * 8;
-      s.text(x + out, y + node - 2, "KV of r" + std::to_string(holds[static_cast<size_t>(r)]), kLight, "holds_kv");
-      s.prims.back().rank = r, s.prims.back().peer = holds[static_cast<size_t>(r)];
-    }
+    if (P <= 16) s.text(x - text_width(std::to_string(r)) / 2, y - kLineH / 2, std::to_string(r), kBlack, "node_label");
   }
-  if (sends.empty()) s.text(rx, 20 + 2 * R + 34, "no messages at this step", kLight);
-  float ny = 20 + 2 * R + 34;
+  // the captions below the circle start under its lowest node and its label
+  float ny = cy + R + node + kLineH + 8;
+  if (sends.empty()) s.text(rx, ny, "no messages at this step", kLight), ny += 16;
   for (const auto& [what, mt] : by_tensor) {  // the trace's message sizes, exact (the lessons quote them)
     const auto each = static_cast<double>(mt.first);
     const std::string size = mt.first < 1000000 ? std::to_string(mt.first) + " B" : human_bytes(each);
@@ -270,6 +313,15 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
                        human_bytes(static_cast<double>(mt.bytes)) + " in all", kLight);
     ny += 16;
   }
+  // the key to the matrix's tiles, blank cells included (no rank computes them at this step or before)
+  if (S > 0 && !a2a_step) {
+    const Rgba c0 = rank_color(0, P);
+    ny += 4 + draw_key_legend(s, rx, ny + 4, rw, {{c0, kNone, "computed at this step (colour = rank)"},
+                                                  {with_alpha(c0, 45), kNone, "an earlier step"},
+                                                  {kNone, with_alpha(c0, 160), "skipped"},
+                                                  {kMatrix, kDim, "blank: computed by no rank so far"}});
+  }
+  if (kv_ring && P <= 16) place_kv_labels(s, holds, pos, cx, cy, node, rx - 10, W);
 
   // bottom right: FLOPs per rank, this step and summed over the phase up to it
   std::vector<double> now(static_cast<size_t>(P), 0), sum(static_cast<size_t>(P), 0);
@@ -305,7 +357,9 @@ Scene ring_view(const RunModel& m, const ViewState& v, float W, float H) {
     s.notes.push_back("whole " + to_string(phase) + " per rank: FLOPs " + count_list(flops) + ", bytes sent " + count_list(sent, true));
   }
   s.notes.push_back("tiles: colour = rank computing it; the filled cells = the (query, key) pairs the mask leaves; outline = "
-                    "skipped tile; faint = the phase's earlier steps; lines: chunk (dim) and sequence (bright) boundaries");
+                    "skipped tile; faint = the phase's earlier steps; blank = computed by no rank at this step or before; lines: "
+                    "chunk (dim) and sequence (bright) boundaries");
+  if (!s.find("tile_label").empty()) s.notes.push_back(section_legend());
   draw_rank_legend(s, rx, H - 14, rw, P);
   return s;
 }

@@ -80,7 +80,7 @@ Scene scheduler_view(const SchedModel& m, const ViewState& v, float W, float H) 
     const float xt = x + static_cast<float>(t / tmax * w);
     s.line(xt, y2 + ph, xt, y2 + ph + 4, kLight);
     const std::string label = fixed(t, tick < 1 ? 2 : 0);
-    s.text(std::min(xt, x + w - 7 * static_cast<float>(label.size())), y2 + ph + 5, label, kLight, "tick");
+    s.text(std::min(xt, x + w - text_width(label)), y2 + ph + 5, label, kLight, "tick");
   }
   s.notes.push_back("time in cost units ->; white lines: ends of rounds; yellow dashes: the lower bound; "
                     "a rectangle = one sequence on its group of ranks (s3 = sample 3)");

@@ -102,7 +102,7 @@ Scene timeline_view(const RunModel& m, const ViewState& v, float W, float H) {
       const std::string when = (model ? ", modelled " : comm ? ", its step " : ", measured ") + human_time_us(m.timed[i].t0) + " .. " +
                                human_time_us(m.timed[i].t1);
       if (!comm)
-        return "rank " + std::to_string(r) + ": " + to_string(e.phase) + " step " + std::to_string(e.step) + ": " + e.section + ", " + e.mask +
+        return "rank " + std::to_string(r) + ": " + to_string(e.phase) + " step " + std::to_string(e.step) + ": " + section_label(e.section) + ", " + e.mask +
                ", " + human_count(static_cast<double>(e.flops)) + " FLOP" + when;
       const int from = e.kind == EventKind::send ? e.rank : e.peer, to = e.kind == EventKind::send ? e.peer : e.rank;
       std::string bytes = human_bytes(static_cast<double>(e.bytes));

@@ -113,6 +113,24 @@ void draw_token_ticks(Scene& s, float x, float y, float side, index_t S, const A
 // the rank colours: a swatch and "r" number per rank (P <= 16), else a strip from rank 0 to P-1
 void draw_rank_legend(Scene& s, float x, float y, float w, int P);
 
+// What a ring tile's trace section means, in words (view_labels.cpp): "lower" -> "KV of a lower rank
+// (j<r)", "upper" -> "KV of a higher rank (j>r)", "diagonal" -> "own KV (j=r)"; brief: "j<r", "j>r",
+// "j=r"; any other section (a head group, an inference step's) unchanged. Every view and legend
+// prints sections through it; the trace keeps its strings (ring_schedule.h, read by `cplab check`).
+std::string section_label(const std::string& section, bool brief = false);
+// the legend line that defines j and r for the views that label tiles by section
+std::string section_legend();
+// "fwd step 1 (2 of 4 forward steps)": step si of m.steps (clamped) counted within its own phase
+std::string step_label(const RunModel& m, int si);
+// A row of legend keys at (x, y), wrapping at width w: a 10 px swatch (fill, stroke, a cross when
+// `cross`) and its words, tagged "legend_key" (info = the words) and "legend_text"; returns the height used
+struct LegendKey {
+  Rgba fill = kNone, stroke = kNone;
+  std::string label;
+  bool cross = false;
+};
+float draw_key_legend(Scene& s, float x, float y, float w, const std::vector<LegendKey>& keys);
+
 // draw a tile in its own coordinates: nq query rows x nk keys into the pixel box [x0, x1) x [y0, y1),
 // under the trace's mask string ("none", "causal", "causal(k)": key b visible to row a iff
 // b <= a + k; "ranges": drawn whole with a white outline, the caller having no cell-exact drawing
