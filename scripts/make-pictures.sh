@@ -8,7 +8,8 @@
 #             picture fails until the pictures are regenerated)
 # The timeline picture draws a measured trace (tile durations of this machine): it is regenerated,
 # never compared. Needs a built tree (scripts/main.sh or scripts/test.sh); CPLAB_VIZ and CPLAB_CLI
-# name other binaries (default build/viz/cplab-viz, build/app/cplab). Run from anywhere.
+# name other binaries (default build/viz/cplab-viz, build/app/cplab). Run from anywhere. The web
+# build's three screenshots (docs/img/web_*.png) are taken when site/ is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -68,3 +69,11 @@ trace=$(mktemp)
   --backward --trace "$trace" > /dev/null
 run --view timeline --trace "$trace" timeline.png
 rm -f "$trace"
+# the browser build's pages, screenshotted in headless chromium (tests/web/web_check.py --pictures):
+# only when site/ is built (scripts/web.sh) and chromium is installed; regenerated, never compared
+# (the page is software-rendered WebGL, not Mesa's llvmpipe)
+if [ -f site/index.html ] && command -v chromium > /dev/null; then
+  python3 tests/web/web_check.py site --pictures docs/img
+else
+  echo "make-pictures: docs/img/web_*.png not regenerated: build site/ first (scripts/web.sh --no-serve)"
+fi

@@ -7,7 +7,9 @@ Usage: docs_check.py SOURCE_DIR
    READMEs. Every relative link or image `[text](path)` / `[text](path#anchor)` / `[text](#anchor)`
    outside code must name a file or folder that exists, and an anchor must be a heading of the target
    page as GitHub writes it (lower case, punctuation dropped, spaces to '-', '-1' for a repeat).
-   External links (http, https, mailto) are not fetched: no network.
+   External links (http, https, mailto) are not fetched: no network. A link to the browser build's
+   page, site/index.html?lesson=N&page=K (site/ is built by scripts/web.sh, not in the tree), must
+   name a page tutorials/viz_pages.json has, and every lesson's README links to its own first page.
 2. Citations: no source, doc, script or data file (outside .ci/ and the build folders) cites the
    private notes or seeds the project was started from (the word "notes" before a section number, "seed"
    before a three-digit number, the notes' file names, the folder beside the checkout that holds
@@ -86,6 +88,9 @@ pages += sorted(glob.glob(os.path.join(root, "tutorials", "README.md")))
 pages += sorted(glob.glob(os.path.join(root, "tutorials", "*", "README.md")))
 pages += [p for p in sorted(glob.glob(os.path.join(root, "*", "README.md"))) if p not in pages]
 links = 0
+import json  # noqa: E402
+viz_lessons = json.load(open(os.path.join(root, "tutorials", "viz_pages.json"), encoding="utf-8"))["lessons"]
+site_page = os.path.join(root, "site", "index.html")
 for page in pages:
     rel_page = os.path.relpath(page, root)
     for n, line in enumerate(prose(open(page, encoding="utf-8").read()), 1):
@@ -95,7 +100,17 @@ for page in pages:
                 continue
             links += 1
             path, _, anchor = target.partition("#")
+            path, _, query = path.partition("?")
             full = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            if full == site_page:  # the browser build's page: its lesson and page must exist
+                q = dict(part.partition("=")[::2] for part in query.split("&") if part)
+                ok = (set(q) == {"lesson", "page"} and q["lesson"].isdigit() and q["page"].isdigit()
+                      and 1 <= int(q["lesson"]) <= len(viz_lessons)
+                      and 1 <= int(q["page"]) <= len(viz_lessons[int(q["lesson"]) - 1]["pages"]))
+                if not ok:
+                    failures.append(f"{rel_page}:{n}: link to {target}: not a lesson page of the browser build "
+                                    f"(site/index.html?lesson=N&page=K, tutorials/viz_pages.json)")
+                continue
             if not os.path.exists(full):
                 failures.append(f"{rel_page}:{n}: link to {target}: {os.path.relpath(full, root)} does not exist")
                 continue
@@ -105,6 +120,12 @@ for page in pages:
                 elif anchor not in anchors(full):
                     failures.append(f"{rel_page}:{n}: link to {target}: no heading of {os.path.relpath(full, root)} "
                                     f"has the anchor #{anchor}")
+
+for d in sorted(glob.glob(os.path.join(root, "tutorials", "[0-9][0-9]_*"))):
+    readme = os.path.join(d, "README.md")
+    want = f"../../site/index.html?lesson={int(os.path.basename(d)[:2])}&page=1"
+    if os.path.exists(readme) and want not in open(readme, encoding="utf-8").read():
+        failures.append(f"{os.path.relpath(readme, root)}: no link to its page in the browser build ({want})")
 
 # ---- 2. citations of private documents -----------------------------------------------------------------
 # written so that this file does not match itself
