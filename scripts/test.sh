@@ -90,8 +90,9 @@ web_stage() {
     summary+=("stage 4/4 web: BUILD FAILED ($(( SECONDS - t0 )) s)"); status=1; return
   fi
   local rc=0
-  python3 tests/web/test_cdp_selftest.py 2>&1 | tee "$log" || rc=1
-  xvfb-run -a -s "-screen 0 1400x900x24" python3 tests/web/web_check.py site build/viz/cplab-viz build/app/cplab 2>&1 |
+  /usr/bin/python3 tests/web/test_cdp_selftest.py 2>&1 | tee "$log"
+  ((PIPESTATUS[0] == 0)) || rc=1
+  xvfb-run -a -s "-screen 0 1400x900x24" /usr/bin/python3 tests/web/web_check.py site build/viz/cplab-viz build/app/cplab 2>&1 |
     tee -a "$log"
   ((PIPESTATUS[0] == 0)) || rc=1
   summary+=("stage 4/4 web: $(grep -cE '^ok[: ]' "$log") checks passed, $(grep -cE '^FAIL[: ]' "$log") failed ($(( SECONDS - t0 )) s)")

@@ -27,7 +27,9 @@
 namespace cplab::viz {
 
 // the attention work (CP run + dense oracle, run/experiment.h cpu_flops_estimate) a check in the page
-// may take: about 10 s on one browser thread here (the command line's limit is 4 TFLOP on all cores)
+// may take: one browser thread; near the limit (896 tokens, 8 heads over 2, dim 64: 1.8 GFLOP) the
+// check took 5.6 s in headless Chromium on the 2-core development machine. The command line's limit
+// is 4 TFLOP on all cores
 inline constexpr double kMaxPageCheckFlops = 2e9;
 
 // opens the files (paths in the page's file system); returns "" or the one-line error
