@@ -259,6 +259,29 @@ def main():
             page_verdict = text.strip().splitlines()[0] if text.strip() else err
             check(page_verdict == native_verdict and json.loads(b.evaluate("cplab.sceneJson()")).get("view") == "check",
                   f"dropped .npy ({which}): the page's check says {page_verdict!r}, cplab check {native_verdict!r}")
+        # a trace, a check report and a schedule dropped: the picture `cplab-viz --trace / --check-report /
+        # --schedule-json FILE` draws, byte for byte once the file's name in the page stands for its path
+        trace, report, sched = (os.path.join(tmp, n) for n in ("trace.json", "report.json", "schedule.json"))
+        subprocess.run([cplab, "run", "--cp", "4", "--seq", "256", "--causal", "--backward", "--trace", trace],
+                       check=True, capture_output=True)
+        with open(report, "w") as f:
+            subprocess.run([cplab, "check", "--inputs", d, "--outputs", os.path.join(d, "bad"), "--json"] + opts,
+                           stdout=f, timeout=300)
+        with open(sched, "w") as f:
+            subprocess.run([cplab, "schedule", "--ranks", "4", "--max-seqlen-per-rank", "8192",
+                            "--lengths", "8192,4096,4096,2048,1024", "--json"], stdout=f, check=True)
+        for path, native_args, view in ((trace, ["--view", "timeline", "--cp", "4", "--seq", "256", "--trace", trace], "timeline"),
+                                        (report, ["--view", "check", "--check-report", report], "check"),
+                                        (sched, ["--view", "scheduler", "--schedule-json", sched], "scheduler")):
+            open_query(b, "view=ring&cp=4&seq=256")
+            b.drop_files("#canvas", [(os.path.basename(path), read(path))])
+            b.wait_for(f"JSON.parse(cplab.sceneJson()).view === '{view}' || cplab.error() !== ''", timeout=60)
+            settle(b)
+            page = b.evaluate("cplab.sceneJson()").replace("/.glfw_dropped_files/" + os.path.basename(path), path)
+            nat, err = native_scene(viz, native_args, tmp)
+            check(page == nat and b.evaluate("cplab.error()") == "",
+                  f"a dropped {os.path.basename(path)} shows the {view} view, as cplab-viz {' '.join(native_args[:2])} "
+                  f"draws it ({len(page)} bytes){'' if nat else '; native: ' + err}{b.evaluate('cplab.error()')}")
         # a bad .npy: the command line's rule
         bad = os.path.join(tmp, "badnpy")
         os.makedirs(bad)
