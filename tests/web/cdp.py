@@ -222,6 +222,18 @@ class Browser:
             return None
         return self._wait(ready, what, timeout or self.timeout)
 
+    def choose_files(self, x, y, paths, timeout=None):
+        """Clicks at (x, y), which must open the page's file chooser (an <input type=file> clicked by the
+        page), and answers it with the files at paths (Page.fileChooserOpened, DOM.setFileInputFiles)."""
+        self._call("Page.setInterceptFileChooserDialog", {"enabled": True})
+        with self._cond:
+            after = self._seq
+        self.click(x, y)
+        ev = self._wait_event(after, lambda m: m.get("method") == "Page.fileChooserOpened",
+                              "the page to open a file chooser (Page.fileChooserOpened)", timeout)
+        self._call("DOM.setFileInputFiles", {"files": [os.path.abspath(p) for p in paths],
+                                             "backendNodeId": ev["params"]["backendNodeId"]})
+
     def navigate(self, url, timeout=None):
         """Loads url and waits for its load event; a network error raises CDPError."""
         with self._cond:

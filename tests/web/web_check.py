@@ -282,6 +282,14 @@ def main():
             check(page == nat and b.evaluate("cplab.error()") == "",
                   f"a dropped {os.path.basename(path)} shows the {view} view, as cplab-viz {' '.join(native_args[:2])} "
                   f"draws it ({len(page)} bytes){'' if nat else '; native: ' + err}{b.evaluate('cplab.error()')}")
+        # the same trace through the pane's "Open files..." button (the page's file chooser)
+        open_query(b, "view=ring&cp=4&seq=256")
+        b.choose_files(*rect_center(b, "Open files..."), [trace])
+        b.wait_for("JSON.parse(cplab.sceneJson()).view === 'timeline' || cplab.error() !== ''", timeout=60)
+        settle(b)
+        page = b.evaluate("cplab.sceneJson()").replace("/opened/trace.json", trace)
+        nat, err = native_scene(viz, ["--view", "timeline", "--cp", "4", "--seq", "256", "--trace", trace], tmp)
+        check(page == nat, "Open files... (the file chooser) opens a trace as a drop does")
         # a bad .npy: the command line's rule
         bad = os.path.join(tmp, "badnpy")
         os.makedirs(bad)
