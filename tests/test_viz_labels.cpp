@@ -50,7 +50,8 @@ TEST_CASE("viz labels: a ring tile's section is shown as whose KV block it is, t
   // the legend line defines j and r
   CHECK(std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) { return n == section_legend(); }));
   // the masks view's hover and tiles say it in words too
-  for (const Prim* t : masks_view(m, ViewState{}, 1264, 640).find("kind_tile")) {
+  const Scene masks = masks_view(m, ViewState{}, 1264, 640);  // (alive while its primitives are read)
+  for (const Prim* t : masks.find("kind_tile")) {
     CHECK(t->info != "lower");
     CHECK(t->info != "upper");
   }
