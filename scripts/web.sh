@@ -3,8 +3,8 @@
 #   1. install what is missing (scripts/install-deps.sh --web: emscripten 3.1.6, chromium, Dear ImGui
 #      1.86's source into .deps/; idempotent: seconds once installed)
 #   2. build it with emscripten in build-web/ (the reference, cplab check, the scene, the lessons'
-#      pages and the app compiled to WebAssembly; about 10 minutes on 2 cores the first time, seconds
-#      after an edit)
+#      pages and the app compiled to WebAssembly; 252 s on 2 cores from a fresh clone, measured;
+#      seconds after an edit)
 #   3. copy the site into site/ (index.html, index.js, index.wasm: any static host serves the folder,
 #      GitHub Pages included; the lesson READMEs link to its pages) and print its size
 #   4. serve site/ on 127.0.0.1 and print the address (Ctrl-C stops it)
@@ -31,7 +31,7 @@ stage "1/4 install missing packages (emscripten, chromium, Dear ImGui's source)"
 scripts/install-deps.sh --web
 took
 
-stage "2/4 build cplab-viz as WebAssembly in build-web/ (about 10 min on 2 cores the first time)"
+stage "2/4 build cplab-viz as WebAssembly in build-web/ (about 4 min on 2 cores the first time)"
 export NODE_PATH=/usr/share/nodejs  # Debian's emscripten runs node scripts that need its node modules
 log=$(mktemp)
 if ! emcmake cmake -S . -B build-web -G Ninja -DCMAKE_BUILD_TYPE=Release -DEigen3_DIR=/usr/share/eigen3/cmake \
