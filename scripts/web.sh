@@ -5,8 +5,9 @@
 #   2. build it with emscripten in build-web/ (the reference, cplab check, the scene, the lessons'
 #      pages and the app compiled to WebAssembly; 252 s on 2 cores from a fresh clone, measured;
 #      seconds after an edit)
-#   3. copy the site into site/ (index.html, index.js, index.wasm: any static host serves the folder,
-#      GitHub Pages included; the lesson READMEs link to its pages) and print its size
+#   3. copy the site into site/ (one file, index.html, with the WebAssembly inside: any static host
+#      serves it, GitHub Pages included, and it opens from disk too, so the lesson READMEs' relative
+#      links to its pages work from a local clone) and print its size
 #   4. serve site/ on 127.0.0.1 and print the address (Ctrl-C stops it)
 # Options: --no-serve (build only: scripts/test.sh), --port N (default 8000), --out DIR (default site).
 set -euo pipefail
@@ -44,12 +45,10 @@ took
 
 stage "3/4 the site: $out/"
 mkdir -p "$out"
-cp build-web/site/index.html build-web/site/index.js build-web/site/index.wasm "$out"/
-size() { stat -c %s "$1"; }
-gz() { gzip -9 -c "$1" | wc -c; }
-printf '   index.wasm %s bytes (%s gzipped), index.js %s bytes (%s gzipped), index.html %s bytes\n' \
-  "$(size "$out/index.wasm")" "$(gz "$out/index.wasm")" "$(size "$out/index.js")" "$(gz "$out/index.js")" "$(size "$out/index.html")"
-echo "   wasm + js gzipped: $(( $(gz "$out/index.wasm") + $(gz "$out/index.js") )) bytes"
+rm -f "$out/index.js" "$out/index.wasm"  # (a site built before the page became one file)
+cp build-web/site/index.html "$out"/
+printf '   index.html %s bytes, %s gzipped (the WebAssembly inside, base64)\n' \
+  "$(stat -c %s "$out/index.html")" "$(gzip -9 -c "$out/index.html" | wc -c)"
 took
 echo "web.sh: built in $(( SECONDS - t_all )) s"
 

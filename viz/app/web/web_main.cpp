@@ -1,5 +1,5 @@
-// web_main.cpp: cplab-viz in the browser (scripts/web.sh builds it with emscripten into one folder
-// of index.html + index.js + index.wasm that any static host serves).
+// web_main.cpp: cplab-viz in the browser (scripts/web.sh builds it with emscripten into one file,
+// index.html with the WebAssembly inside, that any static host serves and a browser opens from disk).
 //
 // What it is: the browser's main loop around the same frame as the desktop app (app.h draw_frame,
 // every view and lesson page, the reference computing each model in the page, one thread), with
