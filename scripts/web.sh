@@ -3,7 +3,7 @@
 #   1. install what is missing (scripts/install-deps.sh --web: emscripten 3.1.6, chromium, Dear ImGui
 #      1.86's source into .deps/; idempotent: seconds once installed)
 #   2. build it with emscripten in build-web/ (the reference, cplab check, the scene, the lessons'
-#      pages and the app compiled to WebAssembly; 252 s on 2 cores from a fresh clone, measured;
+#      pages and the app compiled to WebAssembly; 248-252 s on 2 cores from a fresh clone, measured;
 #      seconds after an edit)
 #   3. copy the site into site/ (one file, index.html, with the WebAssembly inside: any static host
 #      serves it, GitHub Pages included, and it opens from disk too, so the lesson READMEs' relative
