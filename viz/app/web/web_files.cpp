@@ -13,6 +13,7 @@
 #include "check/check.h"
 #include "core/error.h"
 #include "embedded.h"
+#include "infer_options.h"
 #include "render.h"
 
 namespace cplab::viz {
@@ -49,11 +50,7 @@ std::vector<std::string> check_words(const VizParams& p) {
   if (f.window) w.insert(w.end(), {"--window", std::to_string(*f.window)});
   if (f.chunk) w.insert(w.end(), {"--chunk", std::to_string(*f.chunk)});
   if (f.icp > 0) w.insert(w.end(), {"--hcp", std::to_string(f.icp) + "," + std::to_string(f.ocp)});
-  if (!f.cu_seqlens.empty()) {
-    std::string cu;
-    for (size_t i = 0; i < f.cu_seqlens.size(); ++i) cu += (i ? "," : "") + std::to_string(f.cu_seqlens[i]);
-    w.insert(w.end(), {"--cu-seqlens", cu});
-  }
+  if (!f.cu_seqlens.empty()) w.insert(w.end(), {"--cu-seqlens", app::join_counts(f.cu_seqlens)});
   if (f.pad) w.emplace_back("--pad");
   if (f.replicate_kv) w.emplace_back("--replicate-kv");
   if (has(kInputs, "sinks")) w.emplace_back("--sinks");
